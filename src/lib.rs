@@ -1,0 +1,26 @@
+//! Drape: authoring and baking garment simulation on animated characters.
+//!
+//! This library is the whole simulation core: meshes and topology ([`mesh`]), constraints in real
+//! units ([`constraints`]), the XPBD solver ([`sim`]), collisions on parry3d ([`collide`]), scenes
+//! ([`scene`]), baking ([`bake`]) and file formats ([`io`]). It has no GUI dependency, so the
+//! `drape` command line, the tests and the benchmarks all run it headless.
+//!
+//! The design is in `docs/` and the solver's mathematics in the module docs of [`sim`] and
+//! [`constraints`].
+#![warn(missing_docs)]
+
+pub mod bake;
+pub mod collide;
+pub mod constraints;
+pub mod demo;
+pub mod io;
+pub mod material;
+pub mod math;
+pub mod mesh;
+pub mod scene;
+pub mod shapes;
+pub mod sim;
+pub mod stats;
+
+/// The crate version, as written into stats reports and exported files.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
