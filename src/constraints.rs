@@ -1,1 +1,538 @@
-//! (in progress)
+//! Constraint kinds as plain data, and the pure XPBD `solve_*` functions.
+//!
+//! # XPBD update
+//!
+//! For one scalar constraint `C(x) = 0` (or `C(x) ≥ 0` for contacts) with compliance `α`
+//! (Macklin, Müller & Chentanez, *XPBD*, MIG 2016; Macklin et al., *Small Steps in Physics
+//! Simulation*, SCA 2019):
+//!
+//! ```text
+//! α̃  = α / h²
+//! Δλ = (−C − α̃·λ) / (Σ_i w_i·|∇C_i|² + α̃)
+//! λ  += Δλ
+//! x_i += w_i·∇C_i·Δλ
+//! ```
+//!
+//! - `h` is the substep length (s), `w_i` the inverse mass of particle `i` (1/kg; 0 = fixed),
+//! - `∇C_i` the gradient of `C` with respect to particle `i`'s position,
+//! - `λ` the constraint's Lagrange multiplier, reset to 0 at the start of every substep and
+//!   accumulated over that substep's iterations.
+//!
+//! `α` has the units of `C² / energy`: m/N for a distance constraint (C in m), 1/(N·m) for
+//! the dimensionless strain and angle constraints. [`crate::material`] turns fabric properties in
+//! real units into these compliances.
+//!
+//! # Degenerate cases
+//!
+//! - A direction that is undefined (two coincident particles, a zero-area triangle) makes the
+//!   solve return [`Outcome::Degenerate`] with no change; the solver counts these.
+//! - A zero denominator (all particles fixed and `α = 0`) returns [`Outcome::Rigid`] with no
+//!   change.
+//!
+//! The `solve_*` functions are pure: they take positions and inverse masses by value and return
+//! the position corrections, so the worked examples test them directly.
+
+use crate::math::{Real, Vec3, DEGENERATE_AREA2_SQ, DEGENERATE_LENGTH_SQ};
+
+/// What one constraint projection did.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Outcome<const N: usize> {
+    /// Add these corrections (m) to the particles' positions.
+    Move([Vec3; N]),
+    /// The constraint's direction is undefined (coincident particles, zero area): skipped.
+    Degenerate,
+    /// The denominator is zero (every particle fixed and no compliance): nothing can move.
+    Rigid,
+}
+
+/// The multiplier update `Δλ` of one XPBD step, or `None` for a zero denominator.
+///
+/// `c` is the constraint value, `grad_w` = `Σ w_i |∇C_i|²`, `alpha_tilde` = `α/h²`.
+#[inline]
+pub fn delta_lambda(c: Real, grad_w: Real, alpha_tilde: Real, lambda: Real) -> Option<Real> {
+    let denom = grad_w + alpha_tilde;
+    if denom <= 0.0 || !denom.is_finite() {
+        return None;
+    }
+    Some((-c - alpha_tilde * lambda) / denom)
+}
+
+/// Distance between two particles; the stretch constraint on a mesh edge.
+///
+/// `C = |x_a − x_b| − rest_length_m`. 12 bytes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Distance {
+    /// Particle indices.
+    pub particles: [u32; 2],
+    /// Rest length (m).
+    pub rest_length_m: Real,
+    /// Compliance, the inverse of the spring stiffness (m/N).
+    pub compliance_m_per_n: Real,
+}
+
+/// Projects a distance constraint: `C = |p₀ − p₁| − rest`.
+///
+/// `alpha` is the compliance (m/N) and `h` the substep (s).
+#[inline]
+pub fn solve_distance(
+    p: [Vec3; 2],
+    w: [Real; 2],
+    rest_length_m: Real,
+    alpha: Real,
+    h: Real,
+    lambda: &mut Real,
+) -> Outcome<2> {
+    let d = p[0] - p[1];
+    let len2 = d.length_squared();
+    if len2 < DEGENERATE_LENGTH_SQ {
+        return Outcome::Degenerate;
+    }
+    let len = len2.sqrt();
+    let n = d / len;
+    let c = len - rest_length_m;
+    let Some(dl) = delta_lambda(c, w[0] + w[1], alpha / (h * h), *lambda) else {
+        return Outcome::Rigid;
+    };
+    *lambda += dl;
+    Outcome::Move([n * (w[0] * dl), n * (-w[1] * dl)])
+}
+
+/// In-plane shear of one triangle, strain-based (Müller et al., *Strain Based Dynamics*, 2014).
+///
+/// The deformation gradient maps the triangle's rest coordinates in its material frame
+/// (warp `u`, weft `v`) to world space:
+///
+/// ```text
+/// F  = [x₁ − x₀, x₂ − x₀] · D⁻¹          (3×2; D = rest edge vectors in the material frame)
+/// f_u, f_v = columns of F                 (unit length and orthogonal at rest)
+/// C  = f_u · f_v                           (the engineering shear strain γ for small strains)
+/// ```
+///
+/// Works on any triangle mesh: no grid structure is assumed. 32 bytes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Shear {
+    /// Particle indices `[x₀, x₁, x₂]`.
+    pub particles: [u32; 3],
+    /// Inverse of the rest matrix `D` (columns: rest edges `x₁−x₀`, `x₂−x₀` in the material
+    /// frame, m), row-major `[d00, d01, d10, d11]` (1/m).
+    pub rest_inverse: [Real; 4],
+    /// Compliance `1 / (k_shear · A_rest)`, (N·m)⁻¹.
+    pub compliance_per_n_m: Real,
+}
+
+/// Computes `D⁻¹` for a triangle given its rest positions and the material's warp direction.
+///
+/// `warp` is projected into the triangle's plane; when it is (nearly) normal to the plane, the
+/// first edge is used. Returns `None` for a zero-area triangle.
+pub fn shear_rest_inverse(rest: [Vec3; 3], warp: Vec3) -> Option<[Real; 4]> {
+    let e1 = rest[1] - rest[0];
+    let e2 = rest[2] - rest[0];
+    let n = e1.cross(e2);
+    if n.length_squared() < DEGENERATE_AREA2_SQ {
+        return None;
+    }
+    let n = n.normalize();
+    let u = (warp - n * warp.dot(n))
+        .try_normalize()
+        .or_else(|| e1.try_normalize())?;
+    let v = n.cross(u);
+    // D = [[e1·u, e2·u], [e1·v, e2·v]]
+    let (a, b, c, d) = (e1.dot(u), e2.dot(u), e1.dot(v), e2.dot(v));
+    let det = a * d - b * c;
+    if det.abs() < 1.0e-12 {
+        return None;
+    }
+    Some([d / det, -b / det, -c / det, a / det])
+}
+
+/// Projects a triangle's shear constraint `C = f_u · f_v` (see [`Shear`]).
+///
+/// `alpha` is the compliance, (N·m)⁻¹.
+#[inline]
+pub fn solve_shear(
+    p: [Vec3; 3],
+    w: [Real; 3],
+    rest_inverse: [Real; 4],
+    alpha: Real,
+    h: Real,
+    lambda: &mut Real,
+) -> Outcome<3> {
+    let [d00, d01, d10, d11] = rest_inverse;
+    let e1 = p[1] - p[0];
+    let e2 = p[2] - p[0];
+    if e1.cross(e2).length_squared() < DEGENERATE_AREA2_SQ {
+        return Outcome::Degenerate;
+    }
+    let fu = e1 * d00 + e2 * d10;
+    let fv = e1 * d01 + e2 * d11;
+    let c = fu.dot(fv);
+    // ∂C/∂x₁ = d00·f_v + d01·f_u ; ∂C/∂x₂ = d10·f_v + d11·f_u ; ∂C/∂x₀ = −(sum).
+    let g1 = fv * d00 + fu * d01;
+    let g2 = fv * d10 + fu * d11;
+    let g0 = -(g1 + g2);
+    let grad_w = w[0] * g0.length_squared() + w[1] * g1.length_squared() + w[2] * g2.length_squared();
+    let Some(dl) = delta_lambda(c, grad_w, alpha / (h * h), *lambda) else {
+        return Outcome::Rigid;
+    };
+    *lambda += dl;
+    Outcome::Move([g0 * (w[0] * dl), g1 * (w[1] * dl), g2 * (w[2] * dl)])
+}
+
+/// Dihedral bending across an interior edge (the stencil of [`crate::mesh::BendPair`]).
+///
+/// ```text
+///        x₂
+///       /  \
+///     x₀ —— x₁        θ = signed angle between the two triangles' normals (0 when flat)
+///       \  /          C = wrap(θ − θ_rest) in (−π, π]
+///        x₃
+/// ```
+///
+/// `θ = atan2((n₁ × n₂)·ê, n₁·n₂)` has no `acos`, so it and its gradient (Bridson, Marino &
+/// Fedkiw, *Simulation of Clothing with Folds and Wrinkles*, SCA 2003) stay well defined near
+/// ±π; a near-zero-area triangle makes the constraint [`Outcome::Degenerate`]. 28 bytes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Bend {
+    /// Particle indices `[x₀, x₁, x₂, x₃]`: shared edge, then the two opposite vertices.
+    pub particles: [u32; 4],
+    /// Rest dihedral angle (rad), from the rest shape.
+    pub rest_angle_rad: Real,
+    /// Compliance `(A₁ + A₂) / (3·B·|e|²)`, (N·m)⁻¹, with `B` the bending stiffness (N·m).
+    pub compliance_per_n_m: Real,
+}
+
+/// The signed dihedral angle (rad) of a bend stencil and its gradients, or `None` when a
+/// triangle has (near) zero area or the shared edge has zero length.
+#[inline]
+pub fn dihedral_angle_and_gradient(p: [Vec3; 4]) -> Option<(Real, [Vec3; 4])> {
+    // Bridson et al. 2003 notation: x1, x2 opposite; x3, x4 the edge.
+    let (x1, x2, x3, x4) = (p[2], p[3], p[0], p[1]);
+    let e = x4 - x3;
+    let e_len2 = e.length_squared();
+    if e_len2 < DEGENERATE_LENGTH_SQ {
+        return None;
+    }
+    let e_len = e_len2.sqrt();
+    let n1 = (x1 - x3).cross(x1 - x4);
+    let n2 = (x2 - x4).cross(x2 - x3);
+    let n1_len2 = n1.length_squared();
+    let n2_len2 = n2.length_squared();
+    if n1_len2 < DEGENERATE_AREA2_SQ || n2_len2 < DEGENERATE_AREA2_SQ {
+        return None;
+    }
+    let e_hat = e / e_len;
+    let m1 = n1 / n1_len2;
+    let m2 = n2 / n2_len2;
+    let n1h = n1 / n1_len2.sqrt();
+    let n2h = n2 / n2_len2.sqrt();
+    let theta = (n1h.cross(n2h).dot(e_hat)).atan2(n1h.dot(n2h));
+    let u1 = m1 * e_len;
+    let u2 = m2 * e_len;
+    let u3 = m1 * (x1 - x4).dot(e_hat) + m2 * (x2 - x4).dot(e_hat);
+    let u4 = -(m1 * (x1 - x3).dot(e_hat)) - m2 * (x2 - x3).dot(e_hat);
+    // Bridson's u_i are the gradients of −θ with this orientation; see the finite-difference test.
+    Some((theta, [-u3, -u4, -u1, -u2]))
+}
+
+/// Wraps an angle into (−π, π].
+#[inline]
+pub fn wrap_angle(a: Real) -> Real {
+    use std::f32::consts::{PI, TAU};
+    let mut a = a % TAU;
+    if a > PI {
+        a -= TAU;
+    } else if a <= -PI {
+        a += TAU;
+    }
+    a
+}
+
+/// Projects a dihedral bending constraint `C = wrap(θ − θ_rest)` (see [`Bend`]).
+///
+/// `alpha` is the compliance, (N·m)⁻¹.
+#[inline]
+pub fn solve_bend(
+    p: [Vec3; 4],
+    w: [Real; 4],
+    rest_angle_rad: Real,
+    alpha: Real,
+    h: Real,
+    lambda: &mut Real,
+) -> Outcome<4> {
+    let Some((theta, g)) = dihedral_angle_and_gradient(p) else {
+        return Outcome::Degenerate;
+    };
+    let c = wrap_angle(theta - rest_angle_rad);
+    let grad_w: Real = (0..4).map(|i| w[i] * g[i].length_squared()).sum();
+    let Some(dl) = delta_lambda(c, grad_w, alpha / (h * h), *lambda) else {
+        return Outcome::Rigid;
+    };
+    *lambda += dl;
+    Outcome::Move([
+        g[0] * (w[0] * dl),
+        g[1] * (w[1] * dl),
+        g[2] * (w[2] * dl),
+        g[3] * (w[3] * dl),
+    ])
+}
+
+/// A soft attachment of one particle to a target point: `C = |x − target|`.
+///
+/// Hard attachments do not use this: they set the particle's inverse mass to 0 and move it to
+/// its target (see [`crate::sim::Pin`]). 20 bytes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Attachment {
+    /// Particle index.
+    pub particle: u32,
+    /// Target position (m).
+    pub target_m: Vec3,
+    /// Compliance, the inverse of the attachment spring's stiffness (m/N).
+    pub compliance_m_per_n: Real,
+}
+
+/// Projects a soft attachment `C = |p − target|`. A particle on its target needs nothing and
+/// returns a zero move.
+#[inline]
+pub fn solve_attachment(
+    p: Vec3,
+    w: Real,
+    target: Vec3,
+    alpha: Real,
+    h: Real,
+    lambda: &mut Real,
+) -> Outcome<1> {
+    let d = p - target;
+    let len2 = d.length_squared();
+    if len2 < DEGENERATE_LENGTH_SQ {
+        return Outcome::Move([Vec3::ZERO]);
+    }
+    let len = len2.sqrt();
+    let Some(dl) = delta_lambda(len, w, alpha / (h * h), *lambda) else {
+        return Outcome::Rigid;
+    };
+    *lambda += dl;
+    Outcome::Move([d / len * (w * dl)])
+}
+
+/// Projects a contact `C = n·(p − q) − thickness ≥ 0` against a fixed plane through `q` with
+/// unit normal `n`, clamping the accumulated multiplier to `λ ≥ 0` (a contact only pushes).
+///
+/// Returns the move of the particle (m) along `n`.
+#[inline]
+pub fn solve_contact(
+    p: Vec3,
+    w: Real,
+    q: Vec3,
+    n: Vec3,
+    thickness_m: Real,
+    lambda: &mut Real,
+) -> Outcome<1> {
+    let c = n.dot(p - q) - thickness_m;
+    // Rigid contact (α = 0): the denominator is w.
+    let Some(dl) = delta_lambda(c, w, 0.0, *lambda) else {
+        return Outcome::Rigid;
+    };
+    let new_lambda = (*lambda + dl).max(0.0);
+    let dl = new_lambda - *lambda;
+    *lambda = new_lambda;
+    Outcome::Move([n * (w * dl)])
+}
+
+/// Position-level Coulomb friction (Macklin et al., *Unified Particle Physics*, 2014, §6.1).
+///
+/// `dx_t` is the particle's tangential displacement relative to the surface over the substep
+/// (m), and `dn` the normal correction of the contact in this substep (m, ≥ 0). Sticks when
+/// `|dx_t| < μ_s·dn`, otherwise slides with the kinetic coefficient. Returns the correction.
+#[inline]
+pub fn friction_correction(dx_t: Vec3, dn: Real, mu_static: Real, mu_kinetic: Real) -> Vec3 {
+    let len = dx_t.length();
+    if len < mu_static * dn {
+        -dx_t
+    } else if len > 0.0 {
+        -dx_t * (mu_kinetic * dn / len).min(1.0)
+    } else {
+        Vec3::ZERO
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use approx::assert_relative_eq;
+
+    fn moved<const N: usize>(o: Outcome<N>) -> [Vec3; N] {
+        match o {
+            Outcome::Move(d) => d,
+            other => panic!("expected a move, got {other:?}"),
+        }
+    }
+
+    /// DESIGN §2 worked check, α = 0.
+    #[test]
+    fn worked_example_rigid() {
+        let mut lambda = 0.0;
+        let p = [Vec3::ZERO, Vec3::new(2.0, 0.0, 0.0)];
+        let d = moved(solve_distance(p, [0.0, 1.0], 1.0, 0.0, 0.1, &mut lambda));
+        assert_relative_eq!(lambda, -1.0, epsilon = 1e-6);
+        assert_eq!(d[0], Vec3::ZERO);
+        assert_relative_eq!((p[1] + d[1]).x, 1.0, epsilon = 1e-6);
+    }
+
+    /// DESIGN §2 worked check, α = 0.01 m/N, h = 0.1 s: 1.5 m, and it stays there.
+    #[test]
+    fn worked_example_compliant_is_stationary() {
+        let mut lambda = 0.0;
+        let mut p = [Vec3::ZERO, Vec3::new(2.0, 0.0, 0.0)];
+        for it in 0..5 {
+            let d = moved(solve_distance(p, [0.0, 1.0], 1.0, 0.01, 0.1, &mut lambda));
+            p[1] += d[1];
+            assert_relative_eq!(p[1].x, 1.5, epsilon = 1e-6);
+            assert_relative_eq!(lambda, -0.5, epsilon = 1e-6);
+            if it == 0 {
+                assert_relative_eq!(d[1].x, -0.5, epsilon = 1e-6);
+            }
+        }
+    }
+
+    #[test]
+    fn coincident_particles_are_degenerate() {
+        let mut lambda = 0.0;
+        let p = [Vec3::ONE, Vec3::ONE];
+        assert_eq!(
+            solve_distance(p, [1.0, 1.0], 1.0, 0.0, 0.1, &mut lambda),
+            Outcome::Degenerate
+        );
+        assert_eq!(lambda, 0.0);
+    }
+
+    #[test]
+    fn both_fixed_rigid_returns() {
+        let mut lambda = 0.0;
+        let p = [Vec3::ZERO, Vec3::new(2.0, 0.0, 0.0)];
+        assert_eq!(
+            solve_distance(p, [0.0, 0.0], 1.0, 0.0, 0.1, &mut lambda),
+            Outcome::Rigid
+        );
+        assert_eq!(lambda, 0.0);
+        assert!(lambda.is_finite());
+    }
+
+    fn bend_stencil(fold: Real) -> [Vec3; 4] {
+        // Edge along X; x2 on +Z side, x3 folded about the edge by `fold` radians.
+        [
+            Vec3::new(0.0, 0.0, 0.0),
+            Vec3::new(1.0, 0.0, 0.0),
+            Vec3::new(0.4, 0.0, 0.8),
+            Vec3::new(0.6, -0.9 * fold.sin(), -0.9 * fold.cos()),
+        ]
+    }
+
+    #[test]
+    fn dihedral_gradient_matches_finite_differences() {
+        for &fold in &[0.0, 0.3, -0.7, 1.5, 2.9, 3.1, -3.1] {
+            let p = bend_stencil(fold);
+            let (theta, g) = dihedral_angle_and_gradient(p).unwrap();
+            assert_relative_eq!(theta.abs(), (fold as Real).abs(), epsilon = 1e-4);
+            let eps = 1e-3;
+            for i in 0..4 {
+                for axis in 0..3 {
+                    let mut pp = p;
+                    let mut pm = p;
+                    pp[i][axis] += eps;
+                    pm[i][axis] -= eps;
+                    let tp = dihedral_angle_and_gradient(pp).unwrap().0;
+                    let tm = dihedral_angle_and_gradient(pm).unwrap().0;
+                    let fd = wrap_angle(tp - tm) / (2.0 * eps);
+                    assert_relative_eq!(g[i][axis], fd, epsilon = 2e-2, max_relative = 2e-2);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn bend_restores_rest_angle_and_handles_degenerate() {
+        let mut p = bend_stencil(0.8);
+        let w = [1.0; 4];
+        for _ in 0..50 {
+            let mut lambda = 0.0;
+            let d = moved(solve_bend(p, w, 0.0, 0.0, 0.01, &mut lambda));
+            for i in 0..4 {
+                p[i] += d[i];
+            }
+        }
+        let (theta, _) = dihedral_angle_and_gradient(p).unwrap();
+        assert!(theta.abs() < 1e-3, "θ = {theta}");
+        // Collapse one triangle to zero area.
+        let mut q = bend_stencil(0.5);
+        q[2] = Vec3::new(0.5, 0.0, 0.0);
+        let mut lambda = 0.0;
+        assert_eq!(solve_bend(q, w, 0.0, 0.0, 0.01, &mut lambda), Outcome::Degenerate);
+    }
+
+    #[test]
+    fn bend_near_pi_does_not_flip() {
+        // Rest almost folded shut; a small perturbation across ±π wraps instead of jumping 2π.
+        let rest = dihedral_angle_and_gradient(bend_stencil(3.13)).unwrap().0;
+        let p = bend_stencil(-3.13);
+        let mut lambda = 0.0;
+        let d = moved(solve_bend(p, [1.0; 4], rest, 0.0, 0.01, &mut lambda));
+        let step: Real = d.iter().map(|v| v.length()).sum();
+        assert!(step < 0.1, "a wrap-around must be a small correction, moved {step} m");
+        assert!(d.iter().all(|v| v.is_finite()));
+    }
+
+    #[test]
+    fn shear_is_zero_at_rest_and_restores() {
+        let rest = [Vec3::ZERO, Vec3::X, Vec3::Z];
+        let dinv = shear_rest_inverse(rest, Vec3::X).unwrap();
+        let mut lambda = 0.0;
+        let d = moved(solve_shear(rest, [1.0; 3], dinv, 0.0, 0.01, &mut lambda));
+        assert!(d.iter().all(|v| v.length() < 1e-7));
+        let mut p = [Vec3::ZERO, Vec3::X, Vec3::new(0.4, 0.0, 1.0)];
+        for _ in 0..20 {
+            let mut lambda = 0.0;
+            let d = moved(solve_shear(p, [0.0, 0.0, 1.0], dinv, 0.0, 0.01, &mut lambda));
+            p[2] += d[2];
+        }
+        let fu = (p[1] - p[0]) * dinv[0] + (p[2] - p[0]) * dinv[2];
+        let fv = (p[1] - p[0]) * dinv[1] + (p[2] - p[0]) * dinv[3];
+        assert!(fu.dot(fv).abs() < 1e-5);
+        assert!(shear_rest_inverse([Vec3::ZERO, Vec3::X, Vec3::X * 2.0], Vec3::X).is_none());
+    }
+
+    #[test]
+    fn contact_only_pushes() {
+        let mut lambda = 0.0;
+        // Inside by 1 cm with 5 mm thickness: pushed out to the thickness.
+        let d = moved(solve_contact(
+            Vec3::new(0.0, -0.01, 0.0),
+            1.0,
+            Vec3::ZERO,
+            Vec3::Y,
+            0.005,
+            &mut lambda,
+        ));
+        assert_relative_eq!(d[0].y, 0.015, epsilon = 1e-7);
+        // Separated: the accumulated λ goes back to 0, never negative (no pull).
+        let mut lambda = 0.0;
+        let d = moved(solve_contact(Vec3::new(0.0, 0.1, 0.0), 1.0, Vec3::ZERO, Vec3::Y, 0.005, &mut lambda));
+        assert_eq!(d[0], Vec3::ZERO);
+        assert_eq!(lambda, 0.0);
+    }
+
+    #[test]
+    fn friction_sticks_then_slides() {
+        let stick = friction_correction(Vec3::new(0.001, 0.0, 0.0), 0.01, 0.5, 0.4);
+        assert_relative_eq!(stick.x, -0.001);
+        let slide = friction_correction(Vec3::new(0.1, 0.0, 0.0), 0.01, 0.5, 0.4);
+        assert_relative_eq!(slide.x, -0.004, epsilon = 1e-7);
+    }
+
+    #[test]
+    fn soft_attachment_compliance() {
+        // 1 kg particle 1 m from its target, α = 0.01 m/N, h = 0.1 s: moves half way.
+        let mut lambda = 0.0;
+        let d = moved(solve_attachment(Vec3::X, 1.0, Vec3::ZERO, 0.01, 0.1, &mut lambda));
+        assert_relative_eq!(d[0].x, -0.5, epsilon = 1e-6);
+    }
+}

@@ -1,1 +1,805 @@
-//! (in progress)
+//! The XPBD cloth solver: particle state and the substep pipeline.
+//!
+//! A frame of length `Δt = 1/fps` runs `n` substeps of `h = Δt/n` (Macklin et al., *Small Steps
+//! in Physics Simulation*, SCA 2019). Each substep runs these stages, each timed in
+//! [`StageTimes`]:
+//!
+//! 1. **Kinematics**: hard-pinned particles (inverse mass 0) move to their targets.
+//! 2. **Predict**: `v += h·g`, `x_prev = x`, `x += h·v` for free particles.
+//! 3. **Contacts**: particles within `thickness + margin` of the body get a contact (closest
+//!    point and outward normal) for the rest of the substep.
+//! 4. **Reset**: every multiplier `λ` is set to 0; it accumulates over this substep's iterations.
+//! 5. **Project**, `iterations` times: soft attachments → stretch → shear → bend → contacts
+//!    (inequality, accumulated `λ ≥ 0`); after the last iteration, position-level Coulomb
+//!    friction on the active contacts (the only friction model: none at the velocity level).
+//! 6. **Velocities**: `v = (x − x_prev)/h`, then damping `v ← v·exp(−c·h)`.
+//! 7. **Check**: a non-finite position or an edge stretched beyond
+//!    [`SolverSettings::failure_stretch`] rolls the substep back to its checkpoint and retries it
+//!    as two half steps, at most [`SolverSettings::max_retries`] levels deep; each retry is
+//!    counted in [`FrameReport::rollbacks`]. A substep that still fails is an error, never
+//!    silently kept.
+//!
+//! The constraint mathematics is in [`crate::constraints`].
+
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::collide::{BodyCollider, Contact};
+use crate::constraints::{
+    friction_correction, solve_attachment, solve_bend, solve_contact, solve_distance,
+    solve_shear, Attachment, Bend, Distance, Outcome, Shear,
+};
+use crate::math::{Real, Vec3};
+
+/// Solver settings, as the artist sets them in a scene or solver preset.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SolverSettings {
+    /// Substeps per frame (≥ 1).
+    pub substeps: u32,
+    /// Constraint iterations per substep (≥ 1).
+    pub iterations: u32,
+    /// Gravity (m/s²).
+    pub gravity_m_per_s2: [Real; 3],
+    /// Distance the cloth keeps from the body surface (m).
+    pub collision_thickness_m: Real,
+    /// Extra reach of the contact search beyond the thickness (m); the motion of the particle in
+    /// the substep is added to it.
+    pub contact_margin_m: Real,
+    /// Edge stretch (length / rest − 1) beyond which a substep counts as failed and is retried.
+    pub failure_stretch: Real,
+    /// How many times a failed substep may be halved.
+    pub max_retries: u32,
+}
+
+impl Default for SolverSettings {
+    fn default() -> Self {
+        Self {
+            substeps: 10,
+            iterations: 2,
+            gravity_m_per_s2: [0.0, -9.81, 0.0],
+            collision_thickness_m: 0.005,
+            contact_margin_m: 0.005,
+            failure_stretch: 1.0,
+            max_retries: 3,
+        }
+    }
+}
+
+/// Invalid solver settings or input; the message names the field.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum SimError {
+    /// A setting is out of range.
+    #[error("solver setting `{field}` = {value}: {problem}")]
+    Setting {
+        /// Field name.
+        field: &'static str,
+        /// Offending value, as text.
+        value: String,
+        /// What is wrong.
+        problem: &'static str,
+    },
+    /// A constraint refers to a particle that does not exist.
+    #[error("{kind} constraint {index} refers to particle {particle}, but there are {count}")]
+    BadIndex {
+        /// Constraint kind.
+        kind: &'static str,
+        /// Constraint number.
+        index: usize,
+        /// Particle index.
+        particle: u32,
+        /// Number of particles.
+        count: usize,
+    },
+    /// The simulation failed even after the allowed retries.
+    #[error("the simulation diverged at t = {time_s:.4} s ({reason}) after {retries} retries with smaller steps; lower the time step, raise the substeps, or check for extreme material values")]
+    Diverged {
+        /// Simulation time (s).
+        time_s: f64,
+        /// What the check found.
+        reason: String,
+        /// Retries made.
+        retries: u32,
+    },
+}
+
+impl SolverSettings {
+    /// Checks every field; the error names it.
+    pub fn validate(&self) -> Result<(), SimError> {
+        let bad = |field, value: String, problem| {
+            Err(SimError::Setting {
+                field,
+                value,
+                problem,
+            })
+        };
+        if self.substeps == 0 {
+            return bad("substeps", "0".into(), "must be at least 1");
+        }
+        if self.iterations == 0 {
+            return bad("iterations", "0".into(), "must be at least 1");
+        }
+        if self.gravity_m_per_s2.iter().any(|g| !g.is_finite()) {
+            return bad(
+                "gravity_m_per_s2",
+                format!("{:?}", self.gravity_m_per_s2),
+                "must be finite",
+            );
+        }
+        for (field, v) in [
+            ("collision_thickness_m", self.collision_thickness_m),
+            ("contact_margin_m", self.contact_margin_m),
+        ] {
+            if !v.is_finite() || v < 0.0 {
+                return bad(field, v.to_string(), "must be a finite number of at least 0");
+            }
+        }
+        if !self.failure_stretch.is_finite() || self.failure_stretch <= 0.0 {
+            return bad(
+                "failure_stretch",
+                self.failure_stretch.to_string(),
+                "must be a finite number greater than 0",
+            );
+        }
+        Ok(())
+    }
+}
+
+/// Checks a time step: finite and greater than zero.
+pub fn check_time_step(dt_s: Real) -> Result<(), SimError> {
+    if dt_s.is_finite() && dt_s > 0.0 {
+        Ok(())
+    } else {
+        Err(SimError::Setting {
+            field: "time step",
+            value: dt_s.to_string(),
+            problem: "must be a finite number of seconds greater than 0",
+        })
+    }
+}
+
+/// Particle state, as a structure of arrays.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Particles {
+    /// Positions (m).
+    pub x: Vec<Vec3>,
+    /// Positions at the start of the current substep (m).
+    pub x_prev: Vec<Vec3>,
+    /// Velocities (m/s).
+    pub v: Vec<Vec3>,
+    /// Inverse masses (1/kg); 0 for a hard-pinned particle.
+    pub inv_mass: Vec<Real>,
+}
+
+impl Particles {
+    /// Particles at rest at `x`, with the given masses (kg); a zero mass makes a fixed particle.
+    pub fn new(x: Vec<Vec3>, mass_kg: &[Real]) -> Self {
+        let n = x.len();
+        Self {
+            x_prev: x.clone(),
+            x,
+            v: vec![Vec3::ZERO; n],
+            inv_mass: mass_kg
+                .iter()
+                .map(|&m| if m > 0.0 { 1.0 / m } else { 0.0 })
+                .collect(),
+        }
+    }
+
+    /// Number of particles.
+    pub fn len(&self) -> usize {
+        self.x.len()
+    }
+
+    /// Whether there are no particles.
+    pub fn is_empty(&self) -> bool {
+        self.x.is_empty()
+    }
+}
+
+/// A hard attachment: the particle has inverse mass 0 and follows its target exactly.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Pin {
+    /// Particle index.
+    pub particle: u32,
+    /// Target position (m).
+    pub target_m: Vec3,
+}
+
+/// Everything the solver simulates: particles, constraints and per-particle material values.
+#[derive(Clone, Debug, Default)]
+pub struct ClothModel {
+    /// Rest positions (m); the simulation starts at rest here.
+    pub positions: Vec<Vec3>,
+    /// Masses (kg).
+    pub mass_kg: Vec<Real>,
+    /// Damping rate per particle (1/s).
+    pub damping_per_s: Vec<Real>,
+    /// Friction coefficient per particle against the body.
+    pub friction: Vec<Real>,
+    /// Edge stretch constraints.
+    pub stretch: Vec<Distance>,
+    /// Triangle shear constraints.
+    pub shear: Vec<Shear>,
+    /// Dihedral bend constraints.
+    pub bend: Vec<Bend>,
+    /// Soft attachments.
+    pub attach: Vec<Attachment>,
+    /// Hard pins.
+    pub pins: Vec<Pin>,
+}
+
+/// Time spent in each stage of the pipeline (see the module docs).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct StageTimes {
+    /// Stage 1.
+    pub kinematics: Duration,
+    /// Stage 2.
+    pub predict: Duration,
+    /// Stage 3.
+    pub contacts: Duration,
+    /// Stages 4–5.
+    pub project: Duration,
+    /// Stage 6.
+    pub velocities: Duration,
+    /// Stage 7.
+    pub check: Duration,
+}
+
+/// What happened during one frame.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct FrameReport {
+    /// Substeps run, retries included.
+    pub substeps: u32,
+    /// Substeps rolled back and retried with a smaller step.
+    pub rollbacks: u32,
+    /// Constraint projections skipped as degenerate (coincident particles, zero area).
+    pub degenerate: u64,
+    /// Largest stretch-constraint residual `|C + α̃·λ|` in the last iteration of the last
+    /// substep (m).
+    pub max_residual_m: Real,
+    /// Contacts with the body in the last substep.
+    pub contacts: usize,
+}
+
+/// The XPBD solver.
+#[derive(Debug)]
+pub struct Solver {
+    settings: SolverSettings,
+    particles: Particles,
+    model: ClothModel,
+    body: Option<BodyCollider>,
+    time_s: f64,
+    // Scratch, reused every substep (no allocation in the loop once warm).
+    lambda_stretch: Vec<Real>,
+    lambda_shear: Vec<Real>,
+    lambda_bend: Vec<Real>,
+    lambda_attach: Vec<Real>,
+    contacts: Vec<Contact>,
+    lambda_contact: Vec<Real>,
+    checkpoint: Particles,
+    times: StageTimes,
+}
+
+enum SubstepFailure {
+    NonFinite,
+    Overstretched(Real),
+}
+
+impl Solver {
+    /// Builds a solver; fails on invalid settings or constraint indices.
+    pub fn new(
+        settings: SolverSettings,
+        model: ClothModel,
+        body: Option<BodyCollider>,
+    ) -> Result<Self, SimError> {
+        settings.validate()?;
+        let n = model.positions.len();
+        let check = |kind: &'static str, idx: &mut dyn Iterator<Item = (usize, u32)>| {
+            for (index, particle) in idx {
+                if particle as usize >= n {
+                    return Err(SimError::BadIndex {
+                        kind,
+                        index,
+                        particle,
+                        count: n,
+                    });
+                }
+            }
+            Ok(())
+        };
+        check(
+            "stretch",
+            &mut model
+                .stretch
+                .iter()
+                .enumerate()
+                .flat_map(|(i, c)| c.particles.map(|p| (i, p))),
+        )?;
+        check(
+            "shear",
+            &mut model
+                .shear
+                .iter()
+                .enumerate()
+                .flat_map(|(i, c)| c.particles.map(|p| (i, p))),
+        )?;
+        check(
+            "bend",
+            &mut model
+                .bend
+                .iter()
+                .enumerate()
+                .flat_map(|(i, c)| c.particles.map(|p| (i, p))),
+        )?;
+        check(
+            "attachment",
+            &mut model.attach.iter().enumerate().map(|(i, c)| (i, c.particle)),
+        )?;
+        check(
+            "pin",
+            &mut model.pins.iter().enumerate().map(|(i, c)| (i, c.particle)),
+        )?;
+        for (field, len) in [
+            ("mass_kg", model.mass_kg.len()),
+            ("damping_per_s", model.damping_per_s.len()),
+            ("friction", model.friction.len()),
+        ] {
+            if len != n {
+                return Err(SimError::Setting {
+                    field,
+                    value: len.to_string(),
+                    problem: "must have one entry per particle",
+                });
+            }
+        }
+        for a in &model.attach {
+            if !(a.compliance_m_per_n.is_finite() && a.compliance_m_per_n >= 0.0) {
+                return Err(SimError::Setting {
+                    field: "attachment compliance_m_per_n",
+                    value: a.compliance_m_per_n.to_string(),
+                    problem: "must be a finite number of at least 0",
+                });
+            }
+        }
+        for c in &model.stretch {
+            if !(c.compliance_m_per_n.is_finite() && c.compliance_m_per_n >= 0.0) {
+                return Err(SimError::Setting {
+                    field: "stretch compliance_m_per_n",
+                    value: c.compliance_m_per_n.to_string(),
+                    problem: "must be a finite number of at least 0",
+                });
+            }
+        }
+        let mut mass = model.mass_kg.clone();
+        for pin in &model.pins {
+            mass[pin.particle as usize] = 0.0;
+        }
+        let mut particles = Particles::new(model.positions.clone(), &mass);
+        for pin in &model.pins {
+            particles.x[pin.particle as usize] = pin.target_m;
+            particles.x_prev[pin.particle as usize] = pin.target_m;
+        }
+        Ok(Self {
+            lambda_stretch: vec![0.0; model.stretch.len()],
+            lambda_shear: vec![0.0; model.shear.len()],
+            lambda_bend: vec![0.0; model.bend.len()],
+            lambda_attach: vec![0.0; model.attach.len()],
+            contacts: Vec::new(),
+            lambda_contact: Vec::new(),
+            checkpoint: particles.clone(),
+            settings,
+            particles,
+            model,
+            body,
+            time_s: 0.0,
+            times: StageTimes::default(),
+        })
+    }
+
+    /// The settings in use.
+    pub fn settings(&self) -> &SolverSettings {
+        &self.settings
+    }
+
+    /// Particle state.
+    pub fn particles(&self) -> &Particles {
+        &self.particles
+    }
+
+    /// The model being simulated.
+    pub fn model(&self) -> &ClothModel {
+        &self.model
+    }
+
+    /// The body collider, if any.
+    pub fn body(&self) -> Option<&BodyCollider> {
+        self.body.as_ref()
+    }
+
+    /// Simulated time (s).
+    pub fn time_s(&self) -> f64 {
+        self.time_s
+    }
+
+    /// Accumulated time per stage since the solver was built.
+    pub fn stage_times(&self) -> StageTimes {
+        self.times
+    }
+
+    /// Moves a hard pin's target (m); the particle follows from the next substep.
+    pub fn set_pin_target(&mut self, pin: usize, target_m: Vec3) {
+        if let Some(p) = self.model.pins.get_mut(pin) {
+            p.target_m = target_m;
+        }
+    }
+
+    /// Advances one frame of `dt_frame_s` seconds in `settings.substeps` substeps.
+    pub fn step_frame(&mut self, dt_frame_s: Real) -> Result<FrameReport, SimError> {
+        check_time_step(dt_frame_s)?;
+        let h = dt_frame_s / self.settings.substeps as Real;
+        let mut report = FrameReport::default();
+        for _ in 0..self.settings.substeps {
+            self.substep_with_retry(h, 0, &mut report)?;
+        }
+        report.contacts = self.contacts.len();
+        Ok(report)
+    }
+
+    fn substep_with_retry(
+        &mut self,
+        h: Real,
+        depth: u32,
+        report: &mut FrameReport,
+    ) -> Result<(), SimError> {
+        self.checkpoint.clone_from(&self.particles);
+        let t0 = self.time_s;
+        match self.substep(h, report) {
+            Ok(()) => {
+                self.time_s = t0 + h as f64;
+                Ok(())
+            }
+            Err(failure) => {
+                self.particles.clone_from(&self.checkpoint);
+                self.time_s = t0;
+                if depth >= self.settings.max_retries {
+                    return Err(SimError::Diverged {
+                        time_s: t0,
+                        reason: match failure {
+                            SubstepFailure::NonFinite => "non-finite positions".into(),
+                            SubstepFailure::Overstretched(s) => {
+                                format!("an edge stretched by {:.0} %", s * 100.0)
+                            }
+                        },
+                        retries: depth,
+                    });
+                }
+                report.rollbacks += 1;
+                let half = 0.5 * h;
+                self.substep_with_retry(half, depth + 1, report)?;
+                self.substep_with_retry(half, depth + 1, report)
+            }
+        }
+    }
+
+    fn substep(&mut self, h: Real, report: &mut FrameReport) -> Result<(), SubstepFailure> {
+        report.substeps += 1;
+        let Self {
+            settings,
+            particles: p,
+            model,
+            body,
+            lambda_stretch,
+            lambda_shear,
+            lambda_bend,
+            lambda_attach,
+            contacts,
+            lambda_contact,
+            times,
+            ..
+        } = self;
+
+        // 1. Kinematics.
+        let t = Instant::now();
+        for pin in &model.pins {
+            let i = pin.particle as usize;
+            p.x[i] = pin.target_m;
+        }
+        times.kinematics += t.elapsed();
+
+        // 2. Predict.
+        let t = Instant::now();
+        let g = Vec3::from(settings.gravity_m_per_s2);
+        let mut max_move2: Real = 0.0;
+        for i in 0..p.x.len() {
+            p.x_prev[i] = p.x[i];
+            if p.inv_mass[i] > 0.0 {
+                p.v[i] += g * h;
+                let dx = p.v[i] * h;
+                max_move2 = max_move2.max(dx.length_squared());
+                p.x[i] += dx;
+            }
+        }
+        if !max_move2.is_finite() {
+            return Err(SubstepFailure::NonFinite);
+        }
+        times.predict += t.elapsed();
+
+        // 3. Contacts.
+        let t = Instant::now();
+        contacts.clear();
+        if let Some(body) = body.as_ref() {
+            body.contacts(
+                &p.x,
+                &p.inv_mass,
+                settings.collision_thickness_m,
+                settings.contact_margin_m + max_move2.sqrt(),
+                contacts,
+            );
+        }
+        times.contacts += t.elapsed();
+
+        // 4. Reset multipliers.
+        let t = Instant::now();
+        lambda_stretch.fill(0.0);
+        lambda_shear.fill(0.0);
+        lambda_bend.fill(0.0);
+        lambda_attach.fill(0.0);
+        lambda_contact.clear();
+        lambda_contact.resize(contacts.len(), 0.0);
+
+        // 5. Project.
+        let x = &mut p.x;
+        let w = &p.inv_mass;
+        let iterations = settings.iterations;
+        for it in 0..iterations {
+            let last = it + 1 == iterations;
+            for (c, l) in model.attach.iter().zip(lambda_attach.iter_mut()) {
+                let i = c.particle as usize;
+                if let Outcome::Move([d]) =
+                    solve_attachment(x[i], w[i], c.target_m, c.compliance_m_per_n, h, l)
+                {
+                    x[i] += d;
+                }
+            }
+            let mut max_residual: Real = 0.0;
+            for (c, l) in model.stretch.iter().zip(lambda_stretch.iter_mut()) {
+                let [a, b] = c.particles.map(|i| i as usize);
+                let before = *l;
+                match solve_distance(
+                    [x[a], x[b]],
+                    [w[a], w[b]],
+                    c.rest_length_m,
+                    c.compliance_m_per_n,
+                    h,
+                    l,
+                ) {
+                    Outcome::Move([da, db]) => {
+                        x[a] += da;
+                        x[b] += db;
+                        if last {
+                            let denom = w[a] + w[b] + c.compliance_m_per_n / (h * h);
+                            max_residual = max_residual.max((*l - before).abs() * denom);
+                        }
+                    }
+                    Outcome::Degenerate => report.degenerate += 1,
+                    Outcome::Rigid => {}
+                }
+            }
+            if last {
+                report.max_residual_m = max_residual;
+            }
+            for (c, l) in model.shear.iter().zip(lambda_shear.iter_mut()) {
+                let [a, b, d] = c.particles.map(|i| i as usize);
+                match solve_shear(
+                    [x[a], x[b], x[d]],
+                    [w[a], w[b], w[d]],
+                    c.rest_inverse,
+                    c.compliance_per_n_m,
+                    h,
+                    l,
+                ) {
+                    Outcome::Move([da, db, dd]) => {
+                        x[a] += da;
+                        x[b] += db;
+                        x[d] += dd;
+                    }
+                    Outcome::Degenerate => report.degenerate += 1,
+                    Outcome::Rigid => {}
+                }
+            }
+            for (c, l) in model.bend.iter().zip(lambda_bend.iter_mut()) {
+                let idx = c.particles.map(|i| i as usize);
+                match solve_bend(
+                    idx.map(|i| x[i]),
+                    idx.map(|i| w[i]),
+                    c.rest_angle_rad,
+                    c.compliance_per_n_m,
+                    h,
+                    l,
+                ) {
+                    Outcome::Move(d) => {
+                        for k in 0..4 {
+                            x[idx[k]] += d[k];
+                        }
+                    }
+                    Outcome::Degenerate => report.degenerate += 1,
+                    Outcome::Rigid => {}
+                }
+            }
+            for (c, l) in contacts.iter().zip(lambda_contact.iter_mut()) {
+                let i = c.particle as usize;
+                if let Outcome::Move([d]) = solve_contact(
+                    x[i],
+                    w[i],
+                    c.point_m,
+                    c.normal,
+                    settings.collision_thickness_m,
+                    l,
+                ) {
+                    x[i] += d;
+                }
+            }
+            if last {
+                // Friction against the (static) body: the tangential motion over the substep,
+                // limited by μ times the normal correction w·λ of this substep.
+                for (c, &l) in contacts.iter().zip(lambda_contact.iter()) {
+                    if l <= 0.0 {
+                        continue;
+                    }
+                    let i = c.particle as usize;
+                    let dx = x[i] - p.x_prev[i];
+                    let dx_t = dx - c.normal * c.normal.dot(dx);
+                    let mu = model.friction[i];
+                    x[i] += friction_correction(dx_t, w[i] * l, mu, mu);
+                }
+            }
+        }
+        times.project += t.elapsed();
+
+        // 6. Velocities.
+        let t = Instant::now();
+        let inv_h = 1.0 / h;
+        for i in 0..p.x.len() {
+            let damp = (-model.damping_per_s[i] * h).exp();
+            p.v[i] = (p.x[i] - p.x_prev[i]) * (inv_h * damp);
+        }
+        times.velocities += t.elapsed();
+
+        // 7. Check.
+        let t = Instant::now();
+        let result = if p.x.iter().any(|v| !v.is_finite()) || p.v.iter().any(|v| !v.is_finite()) {
+            Err(SubstepFailure::NonFinite)
+        } else {
+            let worst = model
+                .stretch
+                .iter()
+                .map(|c| {
+                    let [a, b] = c.particles.map(|i| i as usize);
+                    p.x[a].distance(p.x[b]) / c.rest_length_m - 1.0
+                })
+                .fold(0.0, Real::max);
+            if worst > settings.failure_stretch {
+                Err(SubstepFailure::Overstretched(worst))
+            } else {
+                Ok(())
+            }
+        };
+        times.check += t.elapsed();
+        result
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use approx::assert_relative_eq;
+
+    fn pendulum(compliance: Real) -> ClothModel {
+        ClothModel {
+            positions: vec![Vec3::ZERO, Vec3::new(1.0, 0.0, 0.0)],
+            mass_kg: vec![1.0, 1.0],
+            damping_per_s: vec![0.0; 2],
+            friction: vec![0.0; 2],
+            stretch: vec![Distance {
+                particles: [0, 1],
+                rest_length_m: 1.0,
+                compliance_m_per_n: compliance,
+            }],
+            pins: vec![Pin {
+                particle: 0,
+                target_m: Vec3::ZERO,
+            }],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn rejects_bad_time_step_and_settings() {
+        let mut s = Solver::new(SolverSettings::default(), pendulum(0.0), None).unwrap();
+        assert!(s.step_frame(0.0).is_err());
+        assert!(s.step_frame(-0.1).is_err());
+        assert!(s.step_frame(Real::NAN).is_err());
+        let bad = SolverSettings {
+            substeps: 0,
+            ..Default::default()
+        };
+        assert!(matches!(
+            Solver::new(bad, pendulum(0.0), None),
+            Err(SimError::Setting { field: "substeps", .. })
+        ));
+        let mut m = pendulum(0.0);
+        m.stretch[0].compliance_m_per_n = -1.0;
+        let e = Solver::new(SolverSettings::default(), m, None).unwrap_err();
+        assert!(e.to_string().contains("compliance"));
+    }
+
+    #[test]
+    fn pendulum_keeps_length_and_hangs_with_spring_extension() {
+        // A 1 kg mass on a spring of stiffness 1000 N/m hangs 9.81 mm below its rest length.
+        let k = 1000.0;
+        let mut m = pendulum(1.0 / k);
+        m.damping_per_s = vec![2.0; 2];
+        let mut s = Solver::new(SolverSettings::default(), m, None).unwrap();
+        for _ in 0..24 * 20 {
+            s.step_frame(1.0 / 24.0).unwrap();
+        }
+        let x = s.particles().x[1];
+        assert_relative_eq!(x.length(), 1.0 + 9.81 / k, epsilon = 1e-4);
+        assert!(x.x.abs() < 0.05, "settled under the pin: {x}");
+    }
+
+    #[test]
+    fn coincident_particles_counted_not_nan() {
+        let mut m = pendulum(0.0);
+        m.positions[1] = Vec3::ZERO;
+        m.pins.clear();
+        m.stretch[0].rest_length_m = 0.5;
+        let settings = SolverSettings {
+            gravity_m_per_s2: [0.0; 3],
+            ..Default::default()
+        };
+        let mut s = Solver::new(settings, m, None).unwrap();
+        let r = s.step_frame(1.0 / 24.0).unwrap();
+        assert!(r.degenerate > 0);
+        assert!(s.particles().x.iter().all(|p| p.is_finite()));
+    }
+
+    #[test]
+    fn free_fall_matches_symplectic_euler() {
+        let m = ClothModel {
+            positions: vec![Vec3::ZERO],
+            mass_kg: vec![1.0],
+            damping_per_s: vec![0.0],
+            friction: vec![0.0],
+            ..Default::default()
+        };
+        let settings = SolverSettings {
+            substeps: 20,
+            ..Default::default()
+        };
+        let mut s = Solver::new(settings, m, None).unwrap();
+        s.step_frame(0.5).unwrap();
+        // Symplectic Euler: y = −g·h²·n(n+1)/2 with h = 0.025 s, n = 20.
+        let h: Real = 0.025;
+        assert_relative_eq!(s.particles().x[0].y, -9.81 * h * h * 210.0, epsilon = 1e-4);
+        assert_relative_eq!(s.particles().v[0].y, -9.81 * 0.5, epsilon = 1e-4);
+    }
+
+    #[test]
+    fn blow_up_rolls_back_then_errors() {
+        // A nearly limp spring under 100 g makes every substep overstretch: the solver retries, then errors
+        // instead of keeping garbage.
+        let mut m = pendulum(1.0e6);
+        let settings = SolverSettings {
+            failure_stretch: 0.001,
+            gravity_m_per_s2: [0.0, -1000.0, 0.0],
+            ..Default::default()
+        };
+        let mut s = Solver::new(settings, m, None).unwrap();
+        let e = s.step_frame(1.0 / 24.0).unwrap_err();
+        assert!(matches!(e, SimError::Diverged { retries: 3, .. }), "{e}");
+        assert!(s.particles().x.iter().all(|p| p.is_finite()));
+    }
+}
