@@ -1,1 +1,490 @@
-//! (in progress)
+//! Running a scene over its timeline into a cache of render-mesh positions, with stats.
+//!
+//! [`LoadedScene::load`] reads the scene file and its glTF meshes, welds each garment, checks
+//! its quality and resolves its fabric and pins. [`bake`] then builds the solver, steps it one
+//! frame at a time, records every garment's render positions per frame and measures each frame
+//! (DESIGN §3). Progress is reported through a callback and the bake can be cancelled between
+//! frames; a cancelled bake keeps the frames it finished.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+use crate::collide::{measure_penetrations, BodyCollider, ColliderError};
+use crate::io::gltf_import::{load_mesh, GltfImportError};
+use crate::material::{build_cloth, build_tethers, Fabric};
+use crate::math::{Real, Vec3};
+use crate::mesh::{weld, Mesh, MeshError, QualityReport, Severity, Topology, Welded};
+use crate::scene::{GarmentSpec, Pins, Scene, SceneError};
+use crate::sim::{ClothModel, Pin, SimError, Solver};
+use crate::stats::{
+    count_self_intersections, edge_stretch, ConstraintCounts, FrameStats, StageMs, Stats,
+};
+
+/// Why a scene could not be baked.
+#[derive(Debug, thiserror::Error)]
+pub enum BakeError {
+    /// The scene file is invalid.
+    #[error(transparent)]
+    Scene(#[from] SceneError),
+    /// A glTF file could not be read.
+    #[error(transparent)]
+    Import(#[from] GltfImportError),
+    /// A mesh cannot be simulated.
+    #[error("{path}: {source}")]
+    Mesh {
+        /// The glTF file.
+        path: PathBuf,
+        /// The problem.
+        source: MeshError,
+    },
+    /// A pin specification does not fit the mesh.
+    #[error("{scene}: garment '{garment}': {problem}")]
+    Pins {
+        /// The scene file.
+        scene: PathBuf,
+        /// Garment name.
+        garment: String,
+        /// What is wrong.
+        problem: String,
+    },
+    /// The body cannot be used as a collider.
+    #[error("{path}: {source}")]
+    Collider {
+        /// The body file.
+        path: PathBuf,
+        /// The problem.
+        source: ColliderError,
+    },
+    /// The solver refused the set-up or failed.
+    #[error("{scene}: frame {frame}: {source}")]
+    Sim {
+        /// The scene file.
+        scene: PathBuf,
+        /// Timeline frame at which it happened.
+        frame: i32,
+        /// The solver's error.
+        source: SimError,
+    },
+}
+
+/// A garment read from disk and prepared for simulation.
+#[derive(Clone, Debug)]
+pub struct LoadedGarment {
+    /// The scene's description.
+    pub spec: GarmentSpec,
+    /// The resolved fabric.
+    pub fabric: Fabric,
+    /// The render mesh, as imported.
+    pub render: Mesh,
+    /// The welded simulation mesh and the map from render vertices.
+    pub welded: Welded,
+    /// Adjacency of the welded mesh.
+    pub topology: Topology,
+    /// Welded vertex indices that are hard-pinned.
+    pub pinned: Vec<u32>,
+}
+
+/// A scene with all its files read.
+#[derive(Clone, Debug)]
+pub struct LoadedScene {
+    /// The scene file.
+    pub path: PathBuf,
+    /// The scene.
+    pub scene: Scene,
+    /// The body mesh, if the scene has one.
+    pub body: Option<Mesh>,
+    /// The garments.
+    pub garments: Vec<LoadedGarment>,
+    /// Mesh quality warnings, each naming the mesh.
+    pub warnings: Vec<String>,
+}
+
+impl LoadedScene {
+    /// Reads a scene file and every file it refers to.
+    pub fn load(path: &Path) -> Result<Self, BakeError> {
+        let scene = Scene::load(path)?;
+        Self::from_scene(scene, path)
+    }
+
+    /// Reads the files of an already parsed scene; `path` is the scene file (for relative paths).
+    pub fn from_scene(scene: Scene, path: &Path) -> Result<Self, BakeError> {
+        scene.validate(path)?;
+        let mut warnings = Vec::new();
+        let body = match &scene.body {
+            Some(b) => {
+                let file = Scene::resolve(path, &b.path);
+                Some(load_mesh(&file, b.mesh.as_deref())?)
+            }
+            None => None,
+        };
+        let mut garments = Vec::new();
+        for (gi, spec) in scene.garments.iter().enumerate() {
+            let file = Scene::resolve(path, &spec.path);
+            let render = load_mesh(&file, spec.mesh.as_deref())?;
+            let welded = weld(&render, spec.weld_tolerance_m);
+            welded.mesh.validate().map_err(|source| BakeError::Mesh {
+                path: file.clone(),
+                source,
+            })?;
+            let quality = QualityReport::new(&welded.mesh, spec.weld_tolerance_m);
+            for issue in quality.issues(&spec.name, welded.mesh.indices.len()) {
+                match issue.severity {
+                    Severity::Error => {
+                        return Err(BakeError::Mesh {
+                            path: file,
+                            source: MeshError::AllDegenerate(spec.name.clone()),
+                        })
+                    }
+                    Severity::Warning => warnings.push(issue.message),
+                }
+            }
+            if welded.merged > 0 {
+                warnings.push(format!(
+                    "garment '{}': {} seam duplicates welded",
+                    spec.name, welded.merged
+                ));
+            }
+            let fabric = spec.resolve_fabric().map_err(|e| SceneError::Field {
+                path: path.to_path_buf(),
+                field: format!("garments[{gi}].fabric"),
+                problem: e.to_string(),
+            })?;
+            let pinned = resolve_pins(path, spec, &render, &welded)?;
+            let topology = Topology::new(&welded.mesh);
+            garments.push(LoadedGarment {
+                spec: spec.clone(),
+                fabric,
+                render,
+                welded,
+                topology,
+                pinned,
+            });
+        }
+        Ok(Self {
+            path: path.to_path_buf(),
+            scene,
+            body,
+            garments,
+            warnings,
+        })
+    }
+
+    /// Total simulated particles.
+    pub fn proxy_vertices(&self) -> usize {
+        self.garments
+            .iter()
+            .map(|g| g.welded.mesh.positions.len())
+            .sum()
+    }
+
+    /// Total render vertices.
+    pub fn render_vertices(&self) -> usize {
+        self.garments.iter().map(|g| g.render.positions.len()).sum()
+    }
+
+    /// All garments' render meshes merged into one (the exported mesh), in garment order.
+    pub fn merged_render_mesh(&self) -> Mesh {
+        let mut out = Mesh {
+            name: self
+                .garments
+                .iter()
+                .map(|g| g.spec.name.as_str())
+                .collect::<Vec<_>>()
+                .join("+"),
+            ..Default::default()
+        };
+        let with_uvs = self.garments.iter().all(|g| g.render.uvs.is_some());
+        let with_normals = self.garments.iter().all(|g| g.render.normals.is_some());
+        out.uvs = with_uvs.then(Vec::new);
+        out.normals = with_normals.then(Vec::new);
+        for g in &self.garments {
+            out.append(&g.render);
+        }
+        out
+    }
+
+    /// Builds the solver model: every garment's particles, constraints and pins, one after the
+    /// other. Returns the model and each garment's first particle index.
+    pub fn build_model(&self) -> (ClothModel, Vec<u32>) {
+        let mut model = ClothModel::default();
+        let mut offsets = Vec::new();
+        for g in &self.garments {
+            let base = model.positions.len() as u32;
+            offsets.push(base);
+            let c = build_cloth(&g.welded.mesh, &g.topology, &g.fabric);
+            let n = g.welded.mesh.positions.len();
+            model.positions.extend_from_slice(&g.welded.mesh.positions);
+            model.mass_kg.extend_from_slice(&c.mass_kg);
+            model
+                .damping_per_s
+                .extend(std::iter::repeat_n(g.fabric.damping_per_s, n));
+            model
+                .friction
+                .extend(std::iter::repeat_n(g.fabric.friction, n));
+            model.stretch.extend(c.stretch.into_iter().map(|mut d| {
+                d.particles = d.particles.map(|i| i + base);
+                d
+            }));
+            model.shear.extend(c.shear.into_iter().map(|mut s| {
+                s.particles = s.particles.map(|i| i + base);
+                s
+            }));
+            model.bend.extend(c.bend.into_iter().map(|mut b| {
+                b.particles = b.particles.map(|i| i + base);
+                b
+            }));
+            if self.scene.solver.tether_slack >= 0.0 {
+                let tethers = build_tethers(
+                    &g.welded.mesh,
+                    &g.topology,
+                    &g.pinned,
+                    self.scene.solver.tether_slack,
+                );
+                model.tethers.extend(tethers.into_iter().map(|mut t| {
+                    t.particle += base;
+                    t.anchor += base;
+                    t
+                }));
+            }
+            model.pins.extend(g.pinned.iter().map(|&i| Pin {
+                particle: i + base,
+                target_m: g.welded.mesh.positions[i as usize],
+            }));
+        }
+        (model, offsets)
+    }
+}
+
+/// Turns a garment's pin specification into welded vertex indices.
+fn resolve_pins(
+    scene: &Path,
+    spec: &GarmentSpec,
+    render: &Mesh,
+    welded: &Welded,
+) -> Result<Vec<u32>, BakeError> {
+    let n = render.positions.len();
+    let err = |problem: String| BakeError::Pins {
+        scene: scene.to_path_buf(),
+        garment: spec.name.clone(),
+        problem,
+    };
+    let render_ids: Vec<u32> = match &spec.pins {
+        Pins::None => Vec::new(),
+        Pins::Vertices(v) => {
+            if let Some(&bad) = v.iter().find(|&&i| i as usize >= n) {
+                return Err(err(format!(
+                    "pinned vertex {bad} does not exist (the mesh has {n} vertices)"
+                )));
+            }
+            v.clone()
+        }
+        Pins::Weights { weights, threshold } => {
+            if weights.len() != n {
+                return Err(err(format!(
+                    "{} pin weights for {n} vertices; give one weight per vertex",
+                    weights.len()
+                )));
+            }
+            (0..n as u32)
+                .filter(|&i| weights[i as usize] >= *threshold)
+                .collect()
+        }
+        Pins::Box { min, max } => {
+            let (lo, hi) = (Vec3::from(*min), Vec3::from(*max));
+            (0..n as u32)
+                .filter(|&i| {
+                    let p = render.positions[i as usize];
+                    p.cmpge(lo).all() && p.cmple(hi).all()
+                })
+                .collect()
+        }
+    };
+    let mut ids: Vec<u32> = render_ids
+        .iter()
+        .map(|&i| welded.original_to_welded[i as usize])
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    Ok(ids)
+}
+
+/// Options of a bake.
+#[derive(Default)]
+pub struct BakeOptions<'a> {
+    /// Overrides the number of frames of the timeline.
+    pub frames: Option<u32>,
+    /// Called after each frame with `(frames done, frames total)`.
+    pub progress: Option<&'a dyn Fn(usize, usize)>,
+    /// When set to `true` (from another thread), the bake stops after the current frame.
+    pub cancel: Option<&'a AtomicBool>,
+}
+
+/// The result of a bake.
+#[derive(Clone, Debug)]
+pub struct BakeResult {
+    /// The exported mesh: all garments' render meshes merged, rest pose.
+    pub render_mesh: Mesh,
+    /// Render positions per baked frame (m); frame 0 is the rest pose at time 0.
+    pub frames: Vec<Vec<Vec3>>,
+    /// Frames per second.
+    pub fps: Real,
+    /// Timeline number of the first frame.
+    pub start_frame: i32,
+    /// Measurements.
+    pub stats: Stats,
+    /// Whether the bake was cancelled before the end of the range.
+    pub cancelled: bool,
+}
+
+/// Bakes a loaded scene.
+pub fn bake(loaded: &LoadedScene, options: &BakeOptions) -> Result<BakeResult, BakeError> {
+    let wall = Instant::now();
+    let scene = &loaded.scene;
+    let fps = scene.timeline.fps;
+    let total = options
+        .frames
+        .unwrap_or_else(|| scene.timeline.frame_count())
+        .max(1) as usize;
+    let body = match &loaded.body {
+        Some(m) => Some(BodyCollider::new(m).map_err(|source| {
+            BakeError::Collider {
+                path: scene
+                    .body
+                    .as_ref()
+                    .map(|b| Scene::resolve(&loaded.path, &b.path))
+                    .unwrap_or_default(),
+                source,
+            }
+        })?),
+        None => None,
+    };
+    let (model, offsets) = loaded.build_model();
+    let counts = ConstraintCounts {
+        stretch: model.stretch.len(),
+        shear: model.shear.len(),
+        bend: model.bend.len(),
+        attach: model.pins.len() + model.attach.len(),
+        tether: model.tethers.len(),
+    };
+    let start_frame = scene.timeline.start_frame;
+    let sim_err = |frame, source| BakeError::Sim {
+        scene: loaded.path.clone(),
+        frame,
+        source,
+    };
+    let mut solver =
+        Solver::new(scene.solver.clone(), model, body).map_err(|e| sim_err(start_frame, e))?;
+    // The measured triangles: every garment's simulation mesh, in solver numbering.
+    let sim_triangles: Vec<[u32; 3]> = loaded
+        .garments
+        .iter()
+        .zip(&offsets)
+        .flat_map(|(g, &base)| {
+            g.welded
+                .mesh
+                .indices
+                .iter()
+                .map(move |t| t.map(|i| i + base))
+        })
+        .collect();
+    let render_of = |x: &[Vec3]| -> Vec<Vec3> {
+        loaded
+            .garments
+            .iter()
+            .zip(&offsets)
+            .flat_map(|(g, &base)| {
+                g.welded
+                    .original_to_welded
+                    .iter()
+                    .map(move |&i| x[(i + base) as usize])
+            })
+            .collect()
+    };
+    let mut frames = Vec::with_capacity(total);
+    let mut per_frame = Vec::with_capacity(total);
+    let mut sim_seconds = 0.0f64;
+    let mut cancelled = false;
+    for k in 0..total {
+        let frame = start_frame + k as i32;
+        let report = if k == 0 {
+            crate::sim::FrameReport::default()
+        } else {
+            let t = Instant::now();
+            let r = solver
+                .step_frame(1.0 / fps)
+                .map_err(|e| sim_err(frame, e))?;
+            sim_seconds += t.elapsed().as_secs_f64();
+            r
+        };
+        let x = &solver.particles().x;
+        let render = render_of(x);
+        let (max_stretch, mean_stretch) = edge_stretch(
+            x,
+            solver
+                .model()
+                .stretch
+                .iter()
+                .map(|c| (c.particles, c.rest_length_m)),
+        );
+        let pen = solver
+            .body()
+            .map(|b| measure_penetrations(b, &render))
+            .unwrap_or_default();
+        per_frame.push(FrameStats {
+            frame,
+            max_stretch,
+            mean_stretch,
+            body_penetrations: pen.count,
+            max_penetration_m: pen.max_depth_m,
+            self_intersections: count_self_intersections(x, &sim_triangles),
+            max_residual: report.max_residual_m,
+            rollbacks: report.rollbacks,
+            non_finite: render.iter().filter(|p| !p.is_finite()).count(),
+        });
+        frames.push(render);
+        if let Some(progress) = options.progress {
+            progress(k + 1, total);
+        }
+        if options.cancel.is_some_and(|c| c.load(Ordering::Relaxed)) && k + 1 < total {
+            cancelled = true;
+            break;
+        }
+    }
+    let times = solver.stage_times();
+    let ms = |d: std::time::Duration| d.as_secs_f64() * 1000.0;
+    let stepped = frames.len().saturating_sub(1).max(1);
+    let mut stats = Stats {
+        drape_version: crate::VERSION.into(),
+        scene: scene.name.clone(),
+        fps,
+        frames: frames.len(),
+        substeps: scene.solver.substeps,
+        iterations: scene.solver.iterations,
+        proxy_vertices: loaded.proxy_vertices(),
+        render_vertices: loaded.render_vertices(),
+        constraints: counts,
+        wall_seconds: wall.elapsed().as_secs_f64(),
+        sim_ms_per_frame: sim_seconds * 1000.0 / stepped as f64,
+        stage_ms: StageMs {
+            kinematics: ms(times.kinematics),
+            predict: ms(times.predict),
+            contacts: ms(times.contacts),
+            project: ms(times.project),
+            velocities: ms(times.velocities),
+            check: ms(times.check),
+        },
+        warnings: loaded.warnings.clone(),
+        per_frame,
+        summary: Default::default(),
+    };
+    stats.summarise();
+    Ok(BakeResult {
+        render_mesh: loaded.merged_render_mesh(),
+        frames,
+        fps,
+        start_frame,
+        stats,
+        cancelled,
+    })
+}

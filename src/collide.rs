@@ -112,12 +112,7 @@ impl BodyCollider {
         let inside = inside && self.closed;
         let d = p - q;
         let dist = d.length();
-        let face_normal = || {
-            self.shape
-                .triangle(tri)
-                .normal()
-                .unwrap_or(Vec3::Y)
-        };
+        let face_normal = || self.shape.triangle(tri).normal().unwrap_or(Vec3::Y);
         let normal = if dist > 1.0e-7 {
             if inside {
                 -d / dist
@@ -239,7 +234,11 @@ mod tests {
         assert_relative_eq!(s.normal.y, 1.0, epsilon = 1e-6);
         let s = c.closest(Vec3::new(0.0, 0.7, 0.0));
         assert_relative_eq!(s.signed_distance_m, 0.2, epsilon = 1e-6);
-        assert_relative_eq!(c.penetration_depth(Vec3::new(0.45, 0.0, 0.0)), 0.05, epsilon = 1e-6);
+        assert_relative_eq!(
+            c.penetration_depth(Vec3::new(0.45, 0.0, 0.0)),
+            0.05,
+            epsilon = 1e-6
+        );
         assert_eq!(c.penetration_depth(Vec3::new(0.55, 0.0, 0.0)), 0.0);
         let pen = measure_penetrations(&c, &[Vec3::ZERO, Vec3::X, Vec3::new(0.0, 0.0, 0.3)]);
         assert_eq!(pen.count, 2);

@@ -170,7 +170,8 @@ pub fn solve_shear(
     let g1 = fv * d00 + fu * d01;
     let g2 = fv * d10 + fu * d11;
     let g0 = -(g1 + g2);
-    let grad_w = w[0] * g0.length_squared() + w[1] * g1.length_squared() + w[2] * g2.length_squared();
+    let grad_w =
+        w[0] * g0.length_squared() + w[1] * g1.length_squared() + w[2] * g2.length_squared();
     let Some(dl) = delta_lambda(c, grad_w, alpha / (h * h), *lambda) else {
         return Outcome::Rigid;
     };
@@ -311,6 +312,47 @@ pub fn solve_attachment(
         return Outcome::Rigid;
     };
     *lambda += dl;
+    Outcome::Move([d / len * (w * dl)])
+}
+
+/// A long-range attachment (tether): a particle may not move farther from its anchor, a pinned
+/// particle, than the geodesic rest distance between them times `1 + slack`.
+///
+/// `C = |x − x_anchor| − max_length_m ≤ 0`, an inequality: it only pulls. Tethers stop the
+/// stretch that Gauss–Seidel leaves in long hanging regions at any resolution (Kim, Chentanez &
+/// Müller, *Long Range Attachments*, SCA 2012). 12 bytes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Tether {
+    /// The free particle.
+    pub particle: u32,
+    /// The pinned anchor particle.
+    pub anchor: u32,
+    /// Largest allowed distance (m).
+    pub max_length_m: Real,
+}
+
+/// Projects a tether `|p − anchor| ≤ max_length` on the free particle only (the anchor is
+/// pinned), with the accumulated multiplier clamped to `λ ≤ 0` (a tether only pulls).
+#[inline]
+pub fn solve_tether(
+    p: Vec3,
+    w: Real,
+    anchor: Vec3,
+    max_length_m: Real,
+    lambda: &mut Real,
+) -> Outcome<1> {
+    let d = p - anchor;
+    let len2 = d.length_squared();
+    if len2 < DEGENERATE_LENGTH_SQ {
+        return Outcome::Move([Vec3::ZERO]);
+    }
+    let len = len2.sqrt();
+    let Some(dl) = delta_lambda(len - max_length_m, w, 0.0, *lambda) else {
+        return Outcome::Rigid;
+    };
+    let new_lambda = (*lambda + dl).min(0.0);
+    let dl = new_lambda - *lambda;
+    *lambda = new_lambda;
     Outcome::Move([d / len * (w * dl)])
 }
 
@@ -466,7 +508,10 @@ mod tests {
         let mut q = bend_stencil(0.5);
         q[2] = Vec3::new(0.5, 0.0, 0.0);
         let mut lambda = 0.0;
-        assert_eq!(solve_bend(q, w, 0.0, 0.0, 0.01, &mut lambda), Outcome::Degenerate);
+        assert_eq!(
+            solve_bend(q, w, 0.0, 0.0, 0.01, &mut lambda),
+            Outcome::Degenerate
+        );
     }
 
     #[test]
@@ -477,7 +522,10 @@ mod tests {
         let mut lambda = 0.0;
         let d = moved(solve_bend(p, [1.0; 4], rest, 0.0, 0.01, &mut lambda));
         let step: Real = d.iter().map(|v| v.length()).sum();
-        assert!(step < 0.1, "a wrap-around must be a small correction, moved {step} m");
+        assert!(
+            step < 0.1,
+            "a wrap-around must be a small correction, moved {step} m"
+        );
         assert!(d.iter().all(|v| v.is_finite()));
     }
 
@@ -491,7 +539,14 @@ mod tests {
         let mut p = [Vec3::ZERO, Vec3::X, Vec3::new(0.4, 0.0, 1.0)];
         for _ in 0..20 {
             let mut lambda = 0.0;
-            let d = moved(solve_shear(p, [0.0, 0.0, 1.0], dinv, 0.0, 0.01, &mut lambda));
+            let d = moved(solve_shear(
+                p,
+                [0.0, 0.0, 1.0],
+                dinv,
+                0.0,
+                0.01,
+                &mut lambda,
+            ));
             p[2] += d[2];
         }
         let fu = (p[1] - p[0]) * dinv[0] + (p[2] - p[0]) * dinv[2];
@@ -515,7 +570,37 @@ mod tests {
         assert_relative_eq!(d[0].y, 0.015, epsilon = 1e-7);
         // Separated: the accumulated λ goes back to 0, never negative (no pull).
         let mut lambda = 0.0;
-        let d = moved(solve_contact(Vec3::new(0.0, 0.1, 0.0), 1.0, Vec3::ZERO, Vec3::Y, 0.005, &mut lambda));
+        let d = moved(solve_contact(
+            Vec3::new(0.0, 0.1, 0.0),
+            1.0,
+            Vec3::ZERO,
+            Vec3::Y,
+            0.005,
+            &mut lambda,
+        ));
+        assert_eq!(d[0], Vec3::ZERO);
+        assert_eq!(lambda, 0.0);
+    }
+
+    #[test]
+    fn tether_only_pulls() {
+        let mut lambda = 0.0;
+        let d = moved(solve_tether(
+            Vec3::new(2.0, 0.0, 0.0),
+            1.0,
+            Vec3::ZERO,
+            1.5,
+            &mut lambda,
+        ));
+        assert_relative_eq!(d[0].x, -0.5, epsilon = 1e-6);
+        let mut lambda = 0.0;
+        let d = moved(solve_tether(
+            Vec3::new(1.0, 0.0, 0.0),
+            1.0,
+            Vec3::ZERO,
+            1.5,
+            &mut lambda,
+        ));
         assert_eq!(d[0], Vec3::ZERO);
         assert_eq!(lambda, 0.0);
     }
@@ -532,7 +617,14 @@ mod tests {
     fn soft_attachment_compliance() {
         // 1 kg particle 1 m from its target, α = 0.01 m/N, h = 0.1 s: moves half way.
         let mut lambda = 0.0;
-        let d = moved(solve_attachment(Vec3::X, 1.0, Vec3::ZERO, 0.01, 0.1, &mut lambda));
+        let d = moved(solve_attachment(
+            Vec3::X,
+            1.0,
+            Vec3::ZERO,
+            0.01,
+            0.1,
+            &mut lambda,
+        ));
         assert_relative_eq!(d[0].x, -0.5, epsilon = 1e-6);
     }
 }

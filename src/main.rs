@@ -1,1 +1,214 @@
-fn main(){}
+//! The `drape` command line: bake scenes, write the built-in scenes, inspect glTF files.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use drape::bake::{bake, BakeOptions, BakeResult, LoadedScene};
+use drape::demo::{write_demo, DemoScene};
+use drape::io::gltf_export::{write_bake_glb, BakeExport};
+
+/// Drape: garment simulation (XPBD) on characters, baked to glTF and point caches.
+#[derive(Parser)]
+#[command(name = "drape", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Bake a scene: simulate its timeline and export the garment animation.
+    Bake {
+        /// The scene file (.ron).
+        scene: PathBuf,
+        /// Output glTF binary (.glb): the garment as morph-target animation, plus the body.
+        #[arg(long)]
+        out: PathBuf,
+        /// Number of frames to bake (default: the scene's timeline).
+        #[arg(long)]
+        frames: Option<u32>,
+        /// Write the stats report (JSON) here.
+        #[arg(long)]
+        stats: Option<PathBuf>,
+        /// Also write a PC2 point cache (Blender's Mesh Cache modifier).
+        #[arg(long)]
+        pc2: Option<PathBuf>,
+        /// Also write an MDD point cache.
+        #[arg(long)]
+        mdd: Option<PathBuf>,
+    },
+    /// Write a built-in scene (scene.ron and its glTF files) into a folder.
+    Demo {
+        /// Output folder (created if needed).
+        dir: PathBuf,
+        /// Which scene.
+        #[arg(long, value_enum, default_value_t = DemoKind::Default)]
+        scene: DemoKind,
+        /// Cloth vertices per side (sphere-drop only).
+        #[arg(long)]
+        grid: Option<u32>,
+    },
+    /// List the meshes, skins, animations and morph targets of a glTF file.
+    Inspect {
+        /// The glTF file (.glb or .gltf).
+        file: PathBuf,
+    },
+    /// Open a scene in the desktop app (not in this build yet).
+    Open {
+        /// The scene file (.ron).
+        scene: PathBuf,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum DemoKind {
+    /// Mannequin with a skirt pinned at the waist.
+    Default,
+    /// The standard scene: a cloth dropped on a sphere.
+    SphereDrop,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Some(Command::Bake {
+            scene,
+            out,
+            frames,
+            stats,
+            pc2,
+            mdd,
+        }) => run_bake(&scene, &out, frames, stats.as_deref(), pc2.as_deref(), mdd.as_deref()),
+        Some(Command::Demo { dir, scene, grid }) => {
+            let which = match scene {
+                DemoKind::Default => DemoScene::Default,
+                DemoKind::SphereDrop => DemoScene::SphereDrop,
+            };
+            write_demo(&dir, which, grid)
+                .map(|p| eprintln!("wrote {}", p.display()))
+                .map_err(|e| e.to_string())
+        }
+        Some(Command::Inspect { file }) => drape::io::inspect::inspect(&file)
+            .map(|r| print!("{r}"))
+            .map_err(|e| e.to_string()),
+        Some(Command::Open { scene }) => Err(format!(
+            "{}: the desktop app is not part of this build yet; bake it with `drape bake {} --out OUT.glb`",
+            scene.display(),
+            scene.display()
+        )),
+        None => run_default(),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("error: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// With no subcommand: write the built-in default scene and bake it (until the GUI lands).
+fn run_default() -> Result<(), String> {
+    let dir = PathBuf::from("drape-default");
+    let scene = write_demo(&dir, DemoScene::Default, None).map_err(|e| e.to_string())?;
+    eprintln!("wrote the built-in default scene to {}", scene.display());
+    run_bake(
+        &scene,
+        &dir.join("bake.glb"),
+        None,
+        Some(&dir.join("stats.json")),
+        None,
+        None,
+    )
+}
+
+fn run_bake(
+    scene: &Path,
+    out: &Path,
+    frames: Option<u32>,
+    stats: Option<&Path>,
+    pc2: Option<&Path>,
+    mdd: Option<&Path>,
+) -> Result<(), String> {
+    let loaded = LoadedScene::load(scene).map_err(|e| e.to_string())?;
+    for w in &loaded.warnings {
+        eprintln!("warning: {w}");
+    }
+    let bar = std::io::stderr().is_terminal().then(|| {
+        let bar = indicatif::ProgressBar::new(0);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{msg} [{bar:40}] {pos}/{len} frames, {elapsed} elapsed, ETA {eta}",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        bar.set_message("baking");
+        bar
+    });
+    let progress = |done: usize, total: usize| {
+        if let Some(bar) = &bar {
+            bar.set_length(total as u64);
+            bar.set_position(done as u64);
+        }
+    };
+    let options = BakeOptions {
+        frames,
+        progress: Some(&progress),
+        cancel: None,
+    };
+    let result = bake(&loaded, &options).map_err(|e| e.to_string())?;
+    if let Some(bar) = &bar {
+        bar.finish_and_clear();
+    }
+    write_outputs(&loaded, &result, out, stats, pc2, mdd)
+}
+
+fn write_outputs(
+    loaded: &LoadedScene,
+    result: &BakeResult,
+    out: &Path,
+    stats: Option<&Path>,
+    pc2: Option<&Path>,
+    mdd: Option<&Path>,
+) -> Result<(), String> {
+    write_bake_glb(
+        out,
+        &BakeExport {
+            garment: &result.render_mesh,
+            frames: &result.frames,
+            fps: result.fps,
+            body: loaded.body.as_ref(),
+        },
+    )
+    .map_err(|e| e.to_string())?;
+    eprintln!("wrote {} ({} frames)", out.display(), result.frames.len());
+    if let Some(p) = pc2 {
+        drape::io::cache::write_pc2(p, &result.frames, result.fps, result.start_frame as f32)
+            .map_err(|e| e.to_string())?;
+        eprintln!("wrote {}", p.display());
+    }
+    if let Some(p) = mdd {
+        drape::io::cache::write_mdd(p, &result.frames, result.fps).map_err(|e| e.to_string())?;
+        eprintln!("wrote {}", p.display());
+    }
+    let s = &result.stats;
+    if let Some(p) = stats {
+        let json = serde_json::to_string_pretty(s).map_err(|e| e.to_string())?;
+        drape::io::atomic::write_atomic(p, json.as_bytes())
+            .map_err(|e| format!("{}: {e}", p.display()))?;
+        eprintln!("wrote {}", p.display());
+    }
+    eprintln!(
+        "{} frames, {} particles, {:.2} ms/frame; max stretch {:.2} %, body penetrations {}, self-intersections {}, rollbacks {}",
+        s.frames,
+        s.proxy_vertices,
+        s.sim_ms_per_frame,
+        s.summary.max_stretch * 100.0,
+        s.summary.body_penetrations,
+        s.summary.self_intersections,
+        s.summary.rollbacks
+    );
+    Ok(())
+}

@@ -26,7 +26,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::constraints::{shear_rest_inverse, Bend, Distance, Shear};
+use crate::constraints::{shear_rest_inverse, Bend, Distance, Shear, Tether};
 use crate::math::{triangle_area, Real, Vec3};
 use crate::mesh::{Mesh, Topology};
 
@@ -137,6 +137,72 @@ impl Fabric {
     }
 }
 
+/// The built-in fabric presets: `(name, RON text)`, compiled in from `presets/fabrics/`.
+pub const BUILTIN_FABRICS: &[(&str, &str)] = &[
+    (
+        "cotton_shirting",
+        include_str!("../presets/fabrics/cotton_shirting.ron"),
+    ),
+    ("denim", include_str!("../presets/fabrics/denim.ron")),
+    (
+        "silk_charmeuse",
+        include_str!("../presets/fabrics/silk_charmeuse.ron"),
+    ),
+];
+
+/// The name of the default fabric preset.
+pub const DEFAULT_FABRIC: &str = "cotton_shirting";
+
+/// A fabric preset that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum PresetError {
+    /// No built-in preset has this name.
+    #[error("no fabric preset named '{name}'; built-in presets: {available}")]
+    Unknown {
+        /// The requested name.
+        name: String,
+        /// Comma-separated list of the built-in names.
+        available: String,
+    },
+    /// The preset text is not valid RON for a fabric.
+    #[error("fabric preset '{name}' is not valid: {message}")]
+    Parse {
+        /// Preset name or file.
+        name: String,
+        /// The parser's message, with line and column.
+        message: String,
+    },
+    /// A value is out of range.
+    #[error(transparent)]
+    Invalid(#[from] FabricError),
+}
+
+/// Parses and validates a fabric from RON text; `name` is used in errors.
+pub fn parse_fabric(name: &str, text: &str) -> Result<Fabric, PresetError> {
+    let fabric: Fabric = ron::from_str(text).map_err(|e| PresetError::Parse {
+        name: name.into(),
+        message: e.to_string(),
+    })?;
+    fabric.validate()?;
+    Ok(fabric)
+}
+
+/// Looks up a built-in fabric preset by name.
+pub fn builtin_fabric(name: &str) -> Result<Fabric, PresetError> {
+    let (_, text) = BUILTIN_FABRICS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .ok_or_else(|| PresetError::Unknown {
+            name: name.into(),
+            available: BUILTIN_FABRICS
+                .iter()
+                .map(|(n, _)| *n)
+                .collect::<Vec<_>>()
+                .join(", "),
+        })?;
+    parse_fabric(name, text)
+}
+
 /// The structural constraints and particle masses of one cloth mesh.
 #[derive(Clone, Debug, Default)]
 pub struct ClothConstraints {
@@ -225,6 +291,65 @@ pub fn build_cloth(mesh: &Mesh, topology: &Topology, fabric: &Fabric) -> ClothCo
     }
 }
 
+/// Long-range tethers from the pinned vertices: each free vertex connected (through the mesh)
+/// to a pinned one gets a tether to its geodesically nearest pinned vertex, with the geodesic
+/// rest distance (shortest path along the edges, Dijkstra) times `1 + slack` as its limit.
+pub fn build_tethers(mesh: &Mesh, topology: &Topology, pinned: &[u32], slack: Real) -> Vec<Tether> {
+    use std::cmp::Ordering;
+    use std::collections::BinaryHeap;
+    #[derive(PartialEq)]
+    struct Item(Real, u32, u32);
+    impl Eq for Item {}
+    impl PartialOrd for Item {
+        fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+            Some(self.cmp(other))
+        }
+    }
+    impl Ord for Item {
+        fn cmp(&self, other: &Self) -> Ordering {
+            // Min-heap on distance.
+            other.0.total_cmp(&self.0)
+        }
+    }
+    let n = mesh.positions.len();
+    let mut neighbours: Vec<Vec<u32>> = vec![Vec::new(); n];
+    for &[a, b] in &topology.edges {
+        neighbours[a as usize].push(b);
+        neighbours[b as usize].push(a);
+    }
+    let mut dist = vec![Real::INFINITY; n];
+    let mut anchor = vec![u32::MAX; n];
+    let mut heap = BinaryHeap::new();
+    for &p in pinned {
+        if (p as usize) < n {
+            dist[p as usize] = 0.0;
+            anchor[p as usize] = p;
+            heap.push(Item(0.0, p, p));
+        }
+    }
+    while let Some(Item(d, v, a)) = heap.pop() {
+        if d > dist[v as usize] {
+            continue;
+        }
+        for &u in &neighbours[v as usize] {
+            let nd = d + mesh.positions[v as usize].distance(mesh.positions[u as usize]);
+            if nd < dist[u as usize] {
+                dist[u as usize] = nd;
+                anchor[u as usize] = a;
+                heap.push(Item(nd, u, a));
+            }
+        }
+    }
+    (0..n as u32)
+        .filter(|&i| anchor[i as usize] != u32::MAX && dist[i as usize] > 0.0)
+        .map(|i| Tether {
+            particle: i,
+            anchor: anchor[i as usize],
+            max_length_m: dist[i as usize] * (1.0 + slack),
+        })
+        .collect()
+}
+
 /// The 3D direction of increasing `u` over triangle `tri`, or world X without UVs.
 fn warp_direction(mesh: &Mesh, tri: [u32; 3]) -> Vec3 {
     let Some(uvs) = &mesh.uvs else {
@@ -289,6 +414,38 @@ mod tests {
                 .sum();
             assert_relative_eq!(sum, 3.0 * 2000.0, max_relative = 1e-3);
         }
+    }
+
+    #[test]
+    fn builtin_presets_parse_and_default_matches() {
+        for (name, _) in BUILTIN_FABRICS {
+            builtin_fabric(name).unwrap();
+        }
+        let cotton = builtin_fabric(DEFAULT_FABRIC).unwrap();
+        let d = Fabric::default();
+        assert_eq!(cotton.density_kg_per_m2, d.density_kg_per_m2);
+        assert_eq!(cotton.stretch_warp_n_per_m, d.stretch_warp_n_per_m);
+        assert_eq!(cotton.shear_n_per_m, d.shear_n_per_m);
+        assert_eq!(cotton.bend_warp_n_m, d.bend_warp_n_m);
+        assert_eq!(cotton.friction, d.friction);
+        assert!(builtin_fabric("velvet")
+            .unwrap_err()
+            .to_string()
+            .contains("denim"));
+        let e = parse_fabric("x", "(density_kg_per_m2: \"heavy\")").unwrap_err();
+        assert!(matches!(e, PresetError::Parse { .. }));
+    }
+
+    #[test]
+    fn tethers_use_geodesic_distance() {
+        let m = grid(5, 1.0);
+        let topo = Topology::new(&m);
+        // Pin the first row (z = 0): vertex (i, j) is j·5 + i.
+        let tethers = build_tethers(&m, &topo, &[0, 1, 2, 3, 4], 0.0);
+        assert_eq!(tethers.len(), 20);
+        let far = tethers.iter().find(|t| t.particle == 24).unwrap();
+        assert_relative_eq!(far.max_length_m, 1.0, max_relative = 1e-5);
+        assert_eq!(far.anchor, 4);
     }
 
     #[test]

@@ -34,5 +34,9 @@ pub fn triangle_area(a: Vec3, b: Vec3, c: Vec3) -> Real {
 /// Axis-aligned bounds of a point set: `(min, max)`, or `None` for an empty set.
 pub fn bounds(points: &[Vec3]) -> Option<(Vec3, Vec3)> {
     let first = *points.first()?;
-    Some(points.iter().fold((first, first), |(lo, hi), p| (lo.min(*p), hi.max(*p))))
+    Some(
+        points
+            .iter()
+            .fold((first, first), |(lo, hi), p| (lo.min(*p), hi.max(*p))),
+    )
 }

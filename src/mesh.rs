@@ -260,9 +260,8 @@ pub fn weld(mesh: &Mesh, tolerance_m: Real) -> Welded {
         };
         map.push(w);
     }
-    let pick = |idx: &Vec<u32>| -> Vec<Vec3> {
-        idx.iter().map(|&i| mesh.positions[i as usize]).collect()
-    };
+    let pick =
+        |idx: &Vec<u32>| -> Vec<Vec3> { idx.iter().map(|&i| mesh.positions[i as usize]).collect() };
     let indices = mesh
         .indices
         .iter()

@@ -9,9 +9,10 @@
 //! 3. **Contacts**: particles within `thickness + margin` of the body get a contact (closest
 //!    point and outward normal) for the rest of the substep.
 //! 4. **Reset**: every multiplier `λ` is set to 0; it accumulates over this substep's iterations.
-//! 5. **Project**, `iterations` times: soft attachments → stretch → shear → bend → contacts
-//!    (inequality, accumulated `λ ≥ 0`); after the last iteration, position-level Coulomb
-//!    friction on the active contacts (the only friction model: none at the velocity level).
+//! 5. **Project**, `iterations` times a symmetric Gauss–Seidel pass (a forward sweep, then a
+//!    backward sweep): soft attachments → tethers → stretch → shear → bend → contacts
+//!    (inequality, accumulated `λ ≥ 0`); after the last sweep, position-level Coulomb friction on
+//!    the active contacts (the only friction model: none at the velocity level).
 //! 6. **Velocities**: `v = (x − x_prev)/h`, then damping `v ← v·exp(−c·h)`.
 //! 7. **Check**: a non-finite position or an edge stretched beyond
 //!    [`SolverSettings::failure_stretch`] rolls the substep back to its checkpoint and retries it
@@ -20,6 +21,18 @@
 //!    silently kept.
 //!
 //! The constraint mathematics is in [`crate::constraints`].
+//!
+//! # Why symmetric sweeps
+//!
+//! Near equilibrium one Gauss–Seidel sweep acts on the position error as a linear map `M`, and
+//! rebuilding velocities from positions couples consecutive substeps: `e_{n+1} = M(2·e_n −
+//! e_{n−1})`. Its roots `z² − 2μz + μ = 0` stay inside the unit circle for eigenvalues `μ` of `M`
+//! in `[0, 1)`, but not for negative or complex `μ` (for `μ = −a`, `|z| > 1` once `a > 1/3`).
+//! A one-way sweep over a stiff triangle mesh has such eigenvalues: a hanging 32 × 32 cloth with
+//! one forward sweep per substep blew up (edges stretched past 100 %) at 20, 40 and 80
+//! substeps. A forward sweep followed by a backward one is symmetric Gauss–Seidel, whose
+//! iteration matrix has real eigenvalues in `[0, 1)` for these symmetric positive definite
+//! systems, and the same cloth is stable at every substep count we tried.
 
 use std::time::{Duration, Instant};
 
@@ -27,8 +40,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::collide::{BodyCollider, Contact};
 use crate::constraints::{
-    friction_correction, solve_attachment, solve_bend, solve_contact, solve_distance,
-    solve_shear, Attachment, Bend, Distance, Outcome, Shear,
+    friction_correction, solve_attachment, solve_bend, solve_contact, solve_distance, solve_shear,
+    solve_tether, Attachment, Bend, Distance, Outcome, Shear, Tether,
 };
 use crate::math::{Real, Vec3};
 
@@ -38,7 +51,8 @@ use crate::math::{Real, Vec3};
 pub struct SolverSettings {
     /// Substeps per frame (≥ 1).
     pub substeps: u32,
-    /// Constraint iterations per substep (≥ 1).
+    /// Constraint iterations per substep (≥ 1); each is a symmetric Gauss–Seidel pass, a forward
+    /// and a backward sweep over all constraints.
     pub iterations: u32,
     /// Gravity (m/s²).
     pub gravity_m_per_s2: [Real; 3],
@@ -51,18 +65,22 @@ pub struct SolverSettings {
     pub failure_stretch: Real,
     /// How many times a failed substep may be halved.
     pub max_retries: u32,
+    /// Slack of the long-range tethers from pinned vertices: a vertex may move up to
+    /// `(1 + slack)` times its geodesic rest distance from its pin. Negative turns tethers off.
+    pub tether_slack: Real,
 }
 
 impl Default for SolverSettings {
     fn default() -> Self {
         Self {
-            substeps: 10,
-            iterations: 2,
+            substeps: 20,
+            iterations: 1,
             gravity_m_per_s2: [0.0, -9.81, 0.0],
             collision_thickness_m: 0.005,
             contact_margin_m: 0.005,
             failure_stretch: 1.0,
             max_retries: 3,
+            tether_slack: 0.0,
         }
     }
 }
@@ -132,7 +150,11 @@ impl SolverSettings {
             ("contact_margin_m", self.contact_margin_m),
         ] {
             if !v.is_finite() || v < 0.0 {
-                return bad(field, v.to_string(), "must be a finite number of at least 0");
+                return bad(
+                    field,
+                    v.to_string(),
+                    "must be a finite number of at least 0",
+                );
             }
         }
         if !self.failure_stretch.is_finite() || self.failure_stretch <= 0.0 {
@@ -228,6 +250,8 @@ pub struct ClothModel {
     pub attach: Vec<Attachment>,
     /// Hard pins.
     pub pins: Vec<Pin>,
+    /// Long-range tethers to pinned particles.
+    pub tethers: Vec<Tether>,
 }
 
 /// Time spent in each stage of the pipeline (see the module docs).
@@ -276,10 +300,24 @@ pub struct Solver {
     lambda_shear: Vec<Real>,
     lambda_bend: Vec<Real>,
     lambda_attach: Vec<Real>,
+    lambda_tether: Vec<Real>,
     contacts: Vec<Contact>,
     lambda_contact: Vec<Real>,
     checkpoint: Particles,
     times: StageTimes,
+}
+
+/// Visits constraints with their multipliers, forward or backward.
+///
+/// See "Why symmetric sweeps" in the module docs.
+#[inline]
+fn sweep<T>(items: &[T], lambdas: &mut [Real], reverse: bool, f: impl FnMut((&T, &mut Real))) {
+    let pairs = items.iter().zip(lambdas.iter_mut());
+    if reverse {
+        pairs.rev().for_each(f);
+    } else {
+        pairs.for_each(f);
+    }
 }
 
 enum SubstepFailure {
@@ -335,7 +373,19 @@ impl Solver {
         )?;
         check(
             "attachment",
-            &mut model.attach.iter().enumerate().map(|(i, c)| (i, c.particle)),
+            &mut model
+                .attach
+                .iter()
+                .enumerate()
+                .map(|(i, c)| (i, c.particle)),
+        )?;
+        check(
+            "tether",
+            &mut model
+                .tethers
+                .iter()
+                .enumerate()
+                .flat_map(|(i, c)| [(i, c.particle), (i, c.anchor)]),
         )?;
         check(
             "pin",
@@ -386,6 +436,7 @@ impl Solver {
             lambda_shear: vec![0.0; model.shear.len()],
             lambda_bend: vec![0.0; model.bend.len()],
             lambda_attach: vec![0.0; model.attach.len()],
+            lambda_tether: vec![0.0; model.tethers.len()],
             contacts: Vec::new(),
             lambda_contact: Vec::new(),
             checkpoint: particles.clone(),
@@ -494,6 +545,7 @@ impl Solver {
             lambda_shear,
             lambda_bend,
             lambda_attach,
+            lambda_tether,
             contacts,
             lambda_contact,
             times,
@@ -546,25 +598,33 @@ impl Solver {
         lambda_shear.fill(0.0);
         lambda_bend.fill(0.0);
         lambda_attach.fill(0.0);
+        lambda_tether.fill(0.0);
         lambda_contact.clear();
         lambda_contact.resize(contacts.len(), 0.0);
 
         // 5. Project.
         let x = &mut p.x;
         let w = &p.inv_mass;
-        let iterations = settings.iterations;
-        for it in 0..iterations {
-            let last = it + 1 == iterations;
-            for (c, l) in model.attach.iter().zip(lambda_attach.iter_mut()) {
+        let sweeps = 2 * settings.iterations;
+        for it in 0..sweeps {
+            let last = it + 1 == sweeps;
+            let reverse = it % 2 == 1;
+            sweep(&model.attach, lambda_attach, reverse, |(c, l)| {
                 let i = c.particle as usize;
                 if let Outcome::Move([d]) =
                     solve_attachment(x[i], w[i], c.target_m, c.compliance_m_per_n, h, l)
                 {
                     x[i] += d;
                 }
-            }
+            });
+            sweep(&model.tethers, lambda_tether, reverse, |(c, l)| {
+                let (i, a) = (c.particle as usize, c.anchor as usize);
+                if let Outcome::Move([d]) = solve_tether(x[i], w[i], x[a], c.max_length_m, l) {
+                    x[i] += d;
+                }
+            });
             let mut max_residual: Real = 0.0;
-            for (c, l) in model.stretch.iter().zip(lambda_stretch.iter_mut()) {
+            sweep(&model.stretch, lambda_stretch, reverse, |(c, l)| {
                 let [a, b] = c.particles.map(|i| i as usize);
                 let before = *l;
                 match solve_distance(
@@ -586,11 +646,11 @@ impl Solver {
                     Outcome::Degenerate => report.degenerate += 1,
                     Outcome::Rigid => {}
                 }
-            }
+            });
             if last {
                 report.max_residual_m = max_residual;
             }
-            for (c, l) in model.shear.iter().zip(lambda_shear.iter_mut()) {
+            sweep(&model.shear, lambda_shear, reverse, |(c, l)| {
                 let [a, b, d] = c.particles.map(|i| i as usize);
                 match solve_shear(
                     [x[a], x[b], x[d]],
@@ -608,8 +668,8 @@ impl Solver {
                     Outcome::Degenerate => report.degenerate += 1,
                     Outcome::Rigid => {}
                 }
-            }
-            for (c, l) in model.bend.iter().zip(lambda_bend.iter_mut()) {
+            });
+            sweep(&model.bend, lambda_bend, reverse, |(c, l)| {
                 let idx = c.particles.map(|i| i as usize);
                 match solve_bend(
                     idx.map(|i| x[i]),
@@ -627,7 +687,7 @@ impl Solver {
                     Outcome::Degenerate => report.degenerate += 1,
                     Outcome::Rigid => {}
                 }
-            }
+            });
             for (c, l) in contacts.iter().zip(lambda_contact.iter_mut()) {
                 let i = c.particle as usize;
                 if let Outcome::Move([d]) = solve_contact(
@@ -727,7 +787,10 @@ mod tests {
         };
         assert!(matches!(
             Solver::new(bad, pendulum(0.0), None),
-            Err(SimError::Setting { field: "substeps", .. })
+            Err(SimError::Setting {
+                field: "substeps",
+                ..
+            })
         ));
         let mut m = pendulum(0.0);
         m.stretch[0].compliance_m_per_n = -1.0;
@@ -791,7 +854,7 @@ mod tests {
     fn blow_up_rolls_back_then_errors() {
         // A nearly limp spring under 100 g makes every substep overstretch: the solver retries, then errors
         // instead of keeping garbage.
-        let mut m = pendulum(1.0e6);
+        let m = pendulum(1.0e6);
         let settings = SolverSettings {
             failure_stretch: 0.001,
             gravity_m_per_s2: [0.0, -1000.0, 0.0],

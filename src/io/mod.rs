@@ -1,1 +1,26 @@
-//! File formats (in progress).
+//! File formats: glTF in and out, vertex caches, and safe writes.
+//!
+//! - [`gltf_import`] reads triangle meshes from glTF 2.0 (`.gltf` or `.glb`), with node transforms
+//!   applied, and never panics on a damaged file.
+//! - [`gltf_export`] writes binary glTF by hand: static meshes ([`gltf_export::write_static_glb`])
+//!   and the baked garment as one morph target per frame with a STEP `weights` animation
+//!   ([`gltf_export::write_bake_glb`]), the contract in `DESIGN.md` §3 ("Baked glTF").
+//! - [`cache`] writes and reads the PC2 and MDD point caches of Blender's Mesh Cache modifier.
+//! - [`inspect`](mod@inspect) summarises a glTF file (`drape inspect FILE.glb`).
+//! - [`atomic`] writes a file through a temporary file and a rename, so a crash or a full disk
+//!   never leaves a half-written output in place of a good one.
+//!
+//! Every error of this module carries the path of the file it is about.
+
+pub mod atomic;
+pub mod cache;
+mod gltf_common;
+pub mod gltf_export;
+pub mod gltf_import;
+pub mod inspect;
+
+pub use atomic::{write_atomic, write_atomic_with};
+pub use cache::{read_mdd, read_pc2, write_mdd, write_pc2, CacheError, Mdd, Pc2};
+pub use gltf_export::{write_bake_glb, write_static_glb, BakeExport, GltfExportError};
+pub use gltf_import::{load_mesh, load_meshes, GltfImportError};
+pub use inspect::{inspect, AnimationInfo, InspectReport, MeshInfo, SkinInfo};

@@ -1,0 +1,633 @@
+//! Writing binary glTF 2.0 (`.glb`): static meshes, and the baked garment as morph targets.
+//!
+//! The file is written by hand: the binary chunk is filled straight into one `Vec<u8>`, and the
+//! JSON chunk is built with `serde_json`. Every accessor gets its own buffer view (4-byte aligned,
+//! with its `target`), and every `POSITION` accessor, morph targets' included, its exact `min`
+//! and `max`, so the output passes the Khronos glTF-Validator with no errors.
+//!
+//! The bake layout (`DESIGN.md` §3, "Baked glTF"), for `F` frames of an `N`-vertex garment:
+//!
+//! ```text
+//! base POSITION   x₀ = garment.positions (the rest pose)
+//! base NORMAL     n₀ = vertex normals of x₀
+//! target k        POSITION Δx_k = frames[k] − x₀,  NORMAL Δn_k = n(frames[k]) − n₀,  k < F
+//! mesh.weights    [0; F]
+//! mesh.extras     { "targetNames": ["frame_0000", …] }   (Blender names shape keys from it)
+//! animation       one sampler on the garment node's "weights", interpolation STEP:
+//!                   input  t_k = k / fps (s)
+//!                   output F × F weights, key k one-hot on target k
+//! ```
+//!
+//! A viewer thus shows frame `k` exactly from `t_k` until `t_{k+1}`. The body, when given, is a
+//! second, static node. Files are written atomically ([`write_atomic_with`]).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Value};
+
+use crate::io::atomic::write_atomic_with;
+use crate::math::{Vec2, Vec3};
+use crate::mesh::{Mesh, MeshError};
+
+/// `bufferView.target` for vertex attributes.
+const ARRAY_BUFFER: u32 = 34962;
+/// `bufferView.target` for indices.
+const ELEMENT_ARRAY_BUFFER: u32 = 34963;
+/// `componentType` FLOAT.
+const FLOAT: u32 = 5126;
+/// `componentType` UNSIGNED_INT.
+const UNSIGNED_INT: u32 = 5125;
+/// `primitive.mode` TRIANGLES.
+const TRIANGLES: u32 = 4;
+/// Bytes of GLB header plus the two chunk headers.
+const GLB_OVERHEAD: u64 = 12 + 8 + 8;
+/// Room kept for the JSON chunk when checking the 4 GiB limit up front.
+const JSON_ALLOWANCE: u64 = 64 << 20;
+
+/// Problems writing a glTF file; every variant names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum GltfExportError {
+    /// The file could not be written.
+    #[error("{}: cannot write the file: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// No mesh was given to write.
+    #[error("{}: no meshes to write", path.display())]
+    NoMeshes {
+        /// The file.
+        path: PathBuf,
+    },
+    /// The bake has no frames.
+    #[error("{}: the bake has no frames; bake at least one frame", path.display())]
+    NoFrames {
+        /// The file.
+        path: PathBuf,
+    },
+    /// A frame does not have one position per garment vertex.
+    #[error("{}: frame {frame} has {got} positions, but the garment has {expected} vertices", path.display())]
+    FrameLength {
+        /// The file.
+        path: PathBuf,
+        /// The frame number (from 0).
+        frame: usize,
+        /// Positions in that frame.
+        got: usize,
+        /// Garment vertex count.
+        expected: usize,
+    },
+    /// A value is NaN or infinite.
+    #[error("{}: {what} is not finite (the simulation diverged, or the mesh is damaged)", path.display())]
+    NonFinite {
+        /// The file.
+        path: PathBuf,
+        /// Which value, e.g. `frame 3, vertex 12`.
+        what: String,
+    },
+    /// The frame rate is not a positive finite number.
+    #[error("{}: fps is {fps}; it must be finite and positive", path.display())]
+    BadFps {
+        /// The file.
+        path: PathBuf,
+        /// The frame rate given (frames per second).
+        fps: f32,
+    },
+    /// A mesh is unusable.
+    #[error("{}: {source}", path.display())]
+    InvalidMesh {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with the mesh.
+        #[source]
+        source: MeshError,
+    },
+    /// The data exceed the 4 GiB a GLB file can hold.
+    #[error("{}: the output would be about {bytes} bytes, over the 4 GiB limit of a .glb; bake fewer frames or a coarser garment", path.display())]
+    TooLarge {
+        /// The file.
+        path: PathBuf,
+        /// Estimated size (bytes).
+        bytes: u64,
+    },
+    /// The JSON chunk could not be serialised.
+    #[error("{}: cannot encode the glTF JSON: {source}", path.display())]
+    Json {
+        /// The file.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
+/// A baked garment animation, ready to export.
+#[derive(Clone, Copy, Debug)]
+pub struct BakeExport<'a> {
+    /// The garment render mesh; its positions are the rest pose (the morph base).
+    pub garment: &'a Mesh,
+    /// Garment positions for each frame, one per garment vertex (m).
+    pub frames: &'a [Vec<Vec3>],
+    /// Playback rate (frames per second).
+    pub fps: f32,
+    /// The body, written as a second, static node.
+    pub body: Option<&'a Mesh>,
+}
+
+/// Writes meshes as a static `.glb`: one node and one mesh per input mesh, names kept.
+///
+/// Each mesh gets positions, normals (its own, renormalised, or computed when it has none),
+/// texture coordinates when present, and 32-bit indices.
+pub fn write_static_glb(path: &Path, meshes: &[&Mesh]) -> Result<(), GltfExportError> {
+    if meshes.is_empty() {
+        return Err(GltfExportError::NoMeshes {
+            path: path.to_path_buf(),
+        });
+    }
+    let mut estimate = 0u64;
+    for m in meshes {
+        check_mesh(path, m)?;
+        estimate = estimate.saturating_add(static_bytes(m));
+    }
+    check_size(path, estimate)?;
+    let mut b = Builder::with_capacity(estimate);
+    let mut nodes = Vec::new();
+    let mut gl_meshes = Vec::new();
+    for (i, m) in meshes.iter().enumerate() {
+        let normals = unit_normals(m);
+        let primitive = b.static_primitive(m, &normals);
+        gl_meshes.push(named(json!({ "primitives": [primitive] }), &m.name));
+        nodes.push(named(json!({ "mesh": i }), &m.name));
+    }
+    let root = b.root(nodes, gl_meshes, None);
+    b.write(path, &root)
+}
+
+/// Writes a baked garment as a `.glb` with one morph target per frame and a STEP `weights`
+/// animation (see the [module docs](self) for the layout), plus the static body if given.
+pub fn write_bake_glb(path: &Path, bake: &BakeExport) -> Result<(), GltfExportError> {
+    let BakeExport {
+        garment,
+        frames,
+        fps,
+        body,
+    } = *bake;
+    if !(fps.is_finite() && fps > 0.0) {
+        return Err(GltfExportError::BadFps {
+            path: path.to_path_buf(),
+            fps,
+        });
+    }
+    check_mesh(path, garment)?;
+    if let Some(body) = body {
+        check_mesh(path, body)?;
+    }
+    if frames.is_empty() {
+        return Err(GltfExportError::NoFrames {
+            path: path.to_path_buf(),
+        });
+    }
+    let n = garment.vertex_count();
+    for (k, frame) in frames.iter().enumerate() {
+        if frame.len() != n {
+            return Err(GltfExportError::FrameLength {
+                path: path.to_path_buf(),
+                frame: k,
+                got: frame.len(),
+                expected: n,
+            });
+        }
+        if let Some(v) = frame.iter().position(|p| !p.is_finite()) {
+            return Err(GltfExportError::NonFinite {
+                path: path.to_path_buf(),
+                what: format!("frame {k}, vertex {v}"),
+            });
+        }
+    }
+    let f = frames.len() as u64;
+    let estimate = static_bytes(garment)
+        .saturating_add(f.saturating_mul(n as u64).saturating_mul(24))
+        .saturating_add(f.saturating_mul(f.saturating_add(1)).saturating_mul(4))
+        .saturating_add(body.map_or(0, static_bytes));
+    check_size(path, estimate)?;
+
+    let mut b = Builder::with_capacity(estimate);
+    let base_normals = garment.vertex_normals_for(&garment.positions);
+    let mut primitive = b.static_primitive(garment, &base_normals);
+    let mut targets = Vec::with_capacity(frames.len());
+    for frame in frames {
+        let normals = garment.vertex_normals_for(frame);
+        let dx = b.vec3(
+            frame.iter().zip(&garment.positions).map(|(x, x0)| *x - *x0),
+            n,
+            Some(ARRAY_BUFFER),
+            true,
+        );
+        let dn = b.vec3(
+            normals.iter().zip(&base_normals).map(|(a, a0)| *a - *a0),
+            n,
+            Some(ARRAY_BUFFER),
+            false,
+        );
+        targets.push(json!({ "POSITION": dx, "NORMAL": dn }));
+    }
+    primitive["targets"] = Value::Array(targets);
+    let target_names: Vec<String> = (0..frames.len()).map(|k| format!("frame_{k:04}")).collect();
+    let garment_mesh = named(
+        json!({
+            "primitives": [primitive],
+            "weights": vec![0.0; frames.len()],
+            "extras": { "targetNames": target_names },
+        }),
+        &garment.name,
+    );
+    let mut nodes = vec![named(json!({ "mesh": 0 }), &garment.name)];
+    let mut gl_meshes = vec![garment_mesh];
+    if let Some(body) = body {
+        let normals = unit_normals(body);
+        let primitive = b.static_primitive(body, &normals);
+        gl_meshes.push(named(json!({ "primitives": [primitive] }), &body.name));
+        nodes.push(named(json!({ "mesh": 1 }), &body.name));
+    }
+
+    let times: Vec<f32> = (0..frames.len()).map(|k| k as f32 / fps).collect();
+    let input = b.scalars(&times, true);
+    let mut weights = vec![0.0f32; frames.len() * frames.len()];
+    for k in 0..frames.len() {
+        weights[k * frames.len() + k] = 1.0;
+    }
+    let output = b.scalars(&weights, false);
+    let animation = json!({
+        "name": "drape_bake",
+        "channels": [ { "sampler": 0, "target": { "node": 0, "path": "weights" } } ],
+        "samplers": [ { "input": input, "output": output, "interpolation": "STEP" } ],
+    });
+    let root = b.root(nodes, gl_meshes, Some(animation));
+    b.write(path, &root)
+}
+
+/// Validates a mesh and checks the attributes the validator would reject.
+fn check_mesh(path: &Path, m: &Mesh) -> Result<(), GltfExportError> {
+    m.validate()
+        .map_err(|source| GltfExportError::InvalidMesh {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    let non_finite = |what: &str, v: usize| GltfExportError::NonFinite {
+        path: path.to_path_buf(),
+        what: format!("mesh '{}' {what} {v}", m.name),
+    };
+    if let Some(v) = m
+        .uvs
+        .as_ref()
+        .and_then(|uv| uv.iter().position(|t| !t.is_finite()))
+    {
+        return Err(non_finite("uv", v));
+    }
+    if let Some(v) = m
+        .normals
+        .as_ref()
+        .and_then(|ns| ns.iter().position(|n| !n.is_finite()))
+    {
+        return Err(non_finite("normal", v));
+    }
+    Ok(())
+}
+
+/// Unit normals of a validated mesh: its own, renormalised, or computed when absent.
+fn unit_normals(m: &Mesh) -> Vec<Vec3> {
+    match &m.normals {
+        Some(ns) => ns
+            .iter()
+            .map(|n| n.try_normalize().unwrap_or(Vec3::Y))
+            .collect(),
+        None => m.vertex_normals_for(&m.positions),
+    }
+}
+
+/// Bytes of binary data for one static mesh (positions, normals, UVs, indices).
+fn static_bytes(m: &Mesh) -> u64 {
+    let n = m.positions.len() as u64;
+    let uv = if m.uvs.is_some() { 8 } else { 0 };
+    n * (24 + uv) + m.indices.len() as u64 * 12
+}
+
+fn check_size(path: &Path, bin_bytes: u64) -> Result<(), GltfExportError> {
+    let total = bin_bytes
+        .saturating_add(GLB_OVERHEAD)
+        .saturating_add(JSON_ALLOWANCE);
+    if total > u64::from(u32::MAX) {
+        return Err(GltfExportError::TooLarge {
+            path: path.to_path_buf(),
+            bytes: bin_bytes.saturating_add(GLB_OVERHEAD),
+        });
+    }
+    Ok(())
+}
+
+/// Adds `"name"` to a JSON object unless the name is empty.
+fn named(mut v: Value, name: &str) -> Value {
+    if !name.is_empty() {
+        v["name"] = Value::String(name.to_string());
+    }
+    v
+}
+
+/// A float as a JSON number holding exactly its `f32` value.
+fn num(x: f32) -> Value {
+    Value::from(f64::from(x))
+}
+
+/// Collects the binary chunk and the buffer views and accessors that describe it.
+struct Builder {
+    bin: Vec<u8>,
+    views: Vec<Value>,
+    accessors: Vec<Value>,
+}
+
+impl Builder {
+    fn with_capacity(bytes: u64) -> Self {
+        Self {
+            bin: Vec::with_capacity(usize::try_from(bytes).unwrap_or(0)),
+            views: Vec::new(),
+            accessors: Vec::new(),
+        }
+    }
+
+    /// Adds a buffer view over the bytes written since `start`; returns its index.
+    fn view(&mut self, start: usize, target: Option<u32>) -> usize {
+        let mut v = json!({
+            "buffer": 0,
+            "byteOffset": start,
+            "byteLength": self.bin.len() - start,
+        });
+        if let Some(t) = target {
+            v["target"] = json!(t);
+        }
+        self.views.push(v);
+        self.views.len() - 1
+    }
+
+    /// Pads the binary chunk to a multiple of 4 bytes (every view starts aligned).
+    fn align(&mut self) -> usize {
+        while self.bin.len() % 4 != 0 {
+            self.bin.push(0);
+        }
+        self.bin.len()
+    }
+
+    fn accessor(&mut self, mut a: Value) -> usize {
+        if a.get("min").is_some_and(Value::is_null) {
+            if let Some(o) = a.as_object_mut() {
+                o.remove("min");
+                o.remove("max");
+            }
+        }
+        self.accessors.push(a);
+        self.accessors.len() - 1
+    }
+
+    /// Writes `count` 3-vectors; `min_max` adds their exact bounds (required for POSITION).
+    fn vec3(
+        &mut self,
+        values: impl Iterator<Item = Vec3>,
+        count: usize,
+        target: Option<u32>,
+        min_max: bool,
+    ) -> usize {
+        let start = self.align();
+        let mut lo = Vec3::splat(f32::INFINITY);
+        let mut hi = Vec3::splat(f32::NEG_INFINITY);
+        for v in values {
+            lo = lo.min(v);
+            hi = hi.max(v);
+            for c in v.to_array() {
+                self.bin.extend_from_slice(&c.to_le_bytes());
+            }
+        }
+        let view = self.view(start, target);
+        let (min, max) = if min_max {
+            (
+                Value::Array(lo.to_array().map(num).to_vec()),
+                Value::Array(hi.to_array().map(num).to_vec()),
+            )
+        } else {
+            (Value::Null, Value::Null)
+        };
+        self.accessor(json!({
+            "bufferView": view, "componentType": FLOAT, "count": count, "type": "VEC3",
+            "min": min, "max": max,
+        }))
+    }
+
+    fn vec2(&mut self, values: &[Vec2]) -> usize {
+        let start = self.align();
+        for v in values {
+            for c in v.to_array() {
+                self.bin.extend_from_slice(&c.to_le_bytes());
+            }
+        }
+        let view = self.view(start, Some(ARRAY_BUFFER));
+        self.accessor(json!({
+            "bufferView": view, "componentType": FLOAT, "count": values.len(), "type": "VEC2",
+        }))
+    }
+
+    fn indices(&mut self, triangles: &[[u32; 3]]) -> usize {
+        let start = self.align();
+        for i in triangles.iter().flatten() {
+            self.bin.extend_from_slice(&i.to_le_bytes());
+        }
+        let view = self.view(start, Some(ELEMENT_ARRAY_BUFFER));
+        self.accessor(json!({
+            "bufferView": view, "componentType": UNSIGNED_INT, "count": triangles.len() * 3,
+            "type": "SCALAR",
+        }))
+    }
+
+    /// Writes scalars with no view target (animation data); `min_max` adds their bounds.
+    fn scalars(&mut self, values: &[f32], min_max: bool) -> usize {
+        let start = self.align();
+        for v in values {
+            self.bin.extend_from_slice(&v.to_le_bytes());
+        }
+        let view = self.view(start, None);
+        let (min, max) = if min_max {
+            let lo = values.iter().copied().fold(f32::INFINITY, f32::min);
+            let hi = values.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+            (json!([num(lo)]), json!([num(hi)]))
+        } else {
+            (Value::Null, Value::Null)
+        };
+        self.accessor(json!({
+            "bufferView": view, "componentType": FLOAT, "count": values.len(), "type": "SCALAR",
+            "min": min, "max": max,
+        }))
+    }
+
+    /// Writes a mesh's base attributes and indices; returns the primitive's JSON.
+    fn static_primitive(&mut self, m: &Mesh, normals: &[Vec3]) -> Value {
+        let n = m.positions.len();
+        let pos = self.vec3(m.positions.iter().copied(), n, Some(ARRAY_BUFFER), true);
+        let nrm = self.vec3(normals.iter().copied(), n, Some(ARRAY_BUFFER), false);
+        let mut attributes = json!({ "POSITION": pos, "NORMAL": nrm });
+        if let Some(uvs) = &m.uvs {
+            attributes["TEXCOORD_0"] = json!(self.vec2(uvs));
+        }
+        let indices = self.indices(&m.indices);
+        json!({ "attributes": attributes, "indices": indices, "mode": TRIANGLES })
+    }
+
+    /// The document root around the given nodes (all in the one scene) and meshes.
+    fn root(&mut self, nodes: Vec<Value>, meshes: Vec<Value>, animation: Option<Value>) -> Value {
+        self.align();
+        let scene_nodes: Vec<usize> = (0..nodes.len()).collect();
+        let mut root = json!({
+            "asset": {
+                "version": "2.0",
+                "generator": format!("Drape {}", crate::VERSION),
+            },
+            "scene": 0,
+            "scenes": [ { "nodes": scene_nodes } ],
+            "nodes": nodes,
+            "meshes": meshes,
+            "accessors": std::mem::take(&mut self.accessors),
+            "bufferViews": std::mem::take(&mut self.views),
+            "buffers": [ { "byteLength": self.bin.len() } ],
+        });
+        if let Some(a) = animation {
+            root["animations"] = json!([a]);
+        }
+        root
+    }
+
+    /// Writes the GLB: header, JSON chunk (space-padded), BIN chunk (zero-padded).
+    fn write(self, path: &Path, root: &Value) -> Result<(), GltfExportError> {
+        let mut json = serde_json::to_vec(root).map_err(|source| GltfExportError::Json {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        while json.len() % 4 != 0 {
+            json.push(b' ');
+        }
+        let bin = self.bin;
+        let total = GLB_OVERHEAD + json.len() as u64 + bin.len() as u64;
+        let too_large = || GltfExportError::TooLarge {
+            path: path.to_path_buf(),
+            bytes: total,
+        };
+        let total32 = u32::try_from(total).map_err(|_| too_large())?;
+        let json_len = u32::try_from(json.len()).map_err(|_| too_large())?;
+        let bin_len = u32::try_from(bin.len()).map_err(|_| too_large())?;
+        write_atomic_with(path, |w: &mut dyn Write| {
+            w.write_all(b"glTF")?;
+            w.write_all(&2u32.to_le_bytes())?;
+            w.write_all(&total32.to_le_bytes())?;
+            w.write_all(&json_len.to_le_bytes())?;
+            w.write_all(b"JSON")?;
+            w.write_all(&json)?;
+            w.write_all(&bin_len.to_le_bytes())?;
+            w.write_all(b"BIN\0")?;
+            w.write_all(&bin)
+        })
+        .map_err(|source| GltfExportError::Io {
+            path: path.to_path_buf(),
+            source,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn quad() -> Mesh {
+        Mesh::new(
+            "quad",
+            vec![
+                Vec3::new(0.0, 0.0, 0.0),
+                Vec3::new(1.0, 0.0, 0.0),
+                Vec3::new(1.0, 1.0, 0.0),
+                Vec3::new(0.0, 1.0, 0.0),
+            ],
+            vec![[0, 1, 2], [0, 2, 3]],
+        )
+    }
+
+    #[test]
+    fn glb_chunks_are_aligned_and_lengths_consistent() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("q.glb");
+        write_static_glb(&path, &[&quad()]).unwrap();
+        let bytes = std::fs::read(&path).unwrap();
+        assert_eq!(&bytes[..4], b"glTF");
+        let word = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
+        assert_eq!(word(8), bytes.len());
+        let json_len = word(12);
+        assert_eq!(json_len % 4, 0);
+        assert_eq!(&bytes[16..20], b"JSON");
+        let bin_at = 20 + json_len;
+        assert_eq!(word(bin_at) % 4, 0);
+        assert_eq!(&bytes[bin_at + 4..bin_at + 8], b"BIN\0");
+        assert_eq!(bin_at + 8 + word(bin_at), bytes.len());
+        let root: Value = serde_json::from_slice(&bytes[20..20 + json_len]).unwrap();
+        assert_eq!(root["asset"]["version"], "2.0");
+        assert_eq!(
+            root["asset"]["generator"],
+            format!("Drape {}", crate::VERSION)
+        );
+        assert_eq!(root["meshes"][0]["name"], "quad");
+    }
+
+    #[test]
+    fn bad_bakes_are_rejected() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("b.glb");
+        let g = quad();
+        let ok = vec![g.positions.clone()];
+        let bake = |frames: &[Vec<Vec3>], fps: f32| {
+            write_bake_glb(
+                &path,
+                &BakeExport {
+                    garment: &g,
+                    frames,
+                    fps,
+                    body: None,
+                },
+            )
+        };
+        assert!(matches!(
+            bake(&[], 24.0),
+            Err(GltfExportError::NoFrames { .. })
+        ));
+        assert!(matches!(
+            bake(&ok, 0.0),
+            Err(GltfExportError::BadFps { .. })
+        ));
+        assert!(matches!(
+            bake(&ok, f32::NAN),
+            Err(GltfExportError::BadFps { .. })
+        ));
+        let short = vec![g.positions[..3].to_vec()];
+        assert!(matches!(
+            bake(&short, 24.0),
+            Err(GltfExportError::FrameLength {
+                frame: 0,
+                got: 3,
+                ..
+            })
+        ));
+        let mut nan = ok.clone();
+        nan[0][2].x = f32::NAN;
+        let e = bake(&nan, 24.0).unwrap_err();
+        assert!(e.to_string().contains("frame 0, vertex 2"), "{e}");
+        assert!(e.to_string().contains("b.glb"), "{e}");
+        assert!(!path.exists());
+        bake(&ok, 24.0).unwrap();
+        assert!(path.exists());
+    }
+}
