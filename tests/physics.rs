@@ -1,0 +1,121 @@
+//! Physics checks against numbers: a hanging cloth and the standard sphere-drop scene.
+
+use drape::bake::{bake, BakeOptions, LoadedScene};
+use drape::demo::{write_demo, DemoScene};
+use drape::material::{build_cloth, build_tethers, Fabric};
+use drape::math::{Real, Vec3};
+use drape::mesh::Topology;
+use drape::shapes::grid_cloth;
+use drape::sim::{ClothModel, Pin, Solver, SolverSettings};
+use drape::stats::edge_stretch;
+
+/// A 1 m × 1 m cloth of 32 × 32 vertices, horizontal at y = 0, pinned along its z = 0 edge,
+/// with the default fabric; swings down under gravity for `frames` frames at 24 fps.
+/// Returns `(static sag (m): depth of the lowest vertex below the pins, max edge stretch)`.
+fn hanging_cloth(substeps: u32, frames: u32) -> (Real, Real) {
+    let mut m = grid_cloth(1.0, 32, 0.0);
+    for p in &mut m.positions {
+        *p = Vec3::new(p.x, 0.0, p.z + 0.5);
+    }
+    let fabric = Fabric::default();
+    let topology = Topology::new(&m);
+    let c = build_cloth(&m, &topology, &fabric);
+    let n = m.positions.len();
+    let pinned: Vec<u32> = (0..n as u32)
+        .filter(|&i| m.positions[i as usize].z < 1e-6)
+        .collect();
+    assert_eq!(pinned.len(), 32);
+    let settings = SolverSettings {
+        substeps,
+        ..Default::default()
+    };
+    let model = ClothModel {
+        positions: m.positions.clone(),
+        mass_kg: c.mass_kg,
+        // A settling run: damp harder than the fabric so the test reaches rest in a few seconds.
+        damping_per_s: vec![1.0; n],
+        friction: vec![0.0; n],
+        stretch: c.stretch,
+        shear: c.shear,
+        bend: c.bend,
+        attach: Vec::new(),
+        tethers: build_tethers(&m, &topology, &pinned, settings.tether_slack),
+        pins: pinned
+            .iter()
+            .map(|&i| Pin {
+                particle: i,
+                target_m: m.positions[i as usize],
+            })
+            .collect(),
+    };
+    let mut solver = Solver::new(settings, model, None).unwrap();
+    for _ in 0..frames {
+        solver.step_frame(1.0 / 24.0).unwrap();
+    }
+    let x = &solver.particles().x;
+    assert!(x.iter().all(|p| p.is_finite()));
+    let sag = -x.iter().map(|p| p.y).fold(Real::INFINITY, Real::min);
+    let (max_stretch, _) = edge_stretch(
+        x,
+        solver
+            .model()
+            .stretch
+            .iter()
+            .map(|c| (c.particles, c.rest_length_m)),
+    );
+    (sag, max_stretch)
+}
+
+#[test]
+fn hanging_cloth_barely_stretches_and_sags_the_same_at_any_substep_count() {
+    let results: Vec<(u32, Real, Real)> = [5, 10, 20]
+        .into_iter()
+        .map(|n| {
+            let (sag, stretch) = hanging_cloth(n, 192);
+            (n, sag, stretch)
+        })
+        .collect();
+    println!("substeps, static sag (m), max stretch: {results:?}");
+    for &(n, sag, stretch) in &results {
+        assert!(stretch <= 0.01, "{n} substeps: max stretch {stretch}");
+        // A 1 m cloth hangs about 1 m below its pins.
+        assert!((sag - 1.0).abs() < 0.02, "{n} substeps: sag {sag}");
+    }
+    for &(_, a, _) in &results {
+        for &(_, b, _) in &results {
+            assert!((a - b).abs() / a.max(b) <= 0.02, "sags {a} and {b} differ");
+        }
+    }
+}
+
+#[test]
+fn standard_scene_has_no_penetrations_in_any_frame() {
+    let dir = tempfile::tempdir().unwrap();
+    let scene = write_demo(dir.path(), DemoScene::SphereDrop, Some(64)).unwrap();
+    let loaded = LoadedScene::load(&scene).unwrap();
+    assert_eq!(loaded.proxy_vertices(), 64 * 64);
+    assert_eq!(loaded.scene.timeline.frame_count(), 60);
+    let result = bake(&loaded, &BakeOptions::default()).unwrap();
+    let stats = &result.stats;
+    assert_eq!(stats.per_frame.len(), 60);
+    for f in &stats.per_frame {
+        assert_eq!(f.body_penetrations, 0, "frame {}", f.frame);
+        assert_eq!(f.non_finite, 0, "frame {}", f.frame);
+        assert!(f.max_stretch.is_finite() && f.mean_stretch.is_finite());
+    }
+    assert!(result.frames.iter().flatten().all(|p| p.is_finite()));
+    // The cloth came to rest on the sphere: its centre is held at the top, 0.3 m plus the
+    // collision thickness, not at the floor of free fall.
+    let last = result.frames.last().unwrap();
+    let centre = last
+        .iter()
+        .min_by(|a, b| (a.x * a.x + a.z * a.z).total_cmp(&(b.x * b.x + b.z * b.z)))
+        .unwrap();
+    assert!((centre.y - 0.305).abs() < 0.01, "centre at {centre}");
+    println!(
+        "standard scene N = 64: max stretch {:.3}, last-frame max stretch {:.3}, {:.1} ms/frame",
+        stats.summary.max_stretch,
+        stats.per_frame.last().unwrap().max_stretch,
+        stats.sim_ms_per_frame
+    );
+}

@@ -1,0 +1,269 @@
+//! End-to-end tests of the `drape` command line: demo scenes, bakes, exports, and bad input.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use drape::io::cache::{read_mdd, read_pc2};
+
+fn drape(args: &[&dyn AsRef<std::ffi::OsStr>]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_drape"));
+    for a in args {
+        cmd.arg(a);
+    }
+    cmd.output().expect("the drape binary runs")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Runs `drape` and asserts it failed cleanly: non-zero exit, an error line, no panic.
+fn fails(args: &[&dyn AsRef<std::ffi::OsStr>]) -> String {
+    let o = drape(args);
+    let err = stderr(&o);
+    assert!(
+        !o.status.success(),
+        "expected a failure, got success: {err}"
+    );
+    assert!(err.contains("error:"), "no error message: {err}");
+    assert!(!err.contains("panicked"), "drape panicked: {err}");
+    err
+}
+
+fn sphere_drop(dir: &Path, grid: u32) -> PathBuf {
+    let o = drape(&[
+        &"demo",
+        &dir,
+        &"--scene",
+        &"sphere-drop",
+        &"--grid",
+        &grid.to_string(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    dir.join("scene.ron")
+}
+
+#[test]
+fn bake_round_trips_through_gltf_pc2_mdd_and_passes_the_validator() {
+    let dir = tempfile::tempdir().unwrap();
+    let scene = sphere_drop(dir.path(), 16);
+    let (out, stats, pc2, mdd) = (
+        dir.path().join("bake.glb"),
+        dir.path().join("stats.json"),
+        dir.path().join("bake.pc2"),
+        dir.path().join("bake.mdd"),
+    );
+    let o = drape(&[
+        &"bake",
+        &scene,
+        &"--out",
+        &out,
+        &"--frames",
+        &"12",
+        &"--stats",
+        &stats,
+        &"--pc2",
+        &pc2,
+        &"--mdd",
+        &mdd,
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+
+    // Stats: the contract of DESIGN §3.
+    let s: serde_json::Value = serde_json::from_slice(&std::fs::read(&stats).unwrap()).unwrap();
+    for key in [
+        "drape_version",
+        "scene",
+        "fps",
+        "frames",
+        "substeps",
+        "iterations",
+        "proxy_vertices",
+        "render_vertices",
+        "constraints",
+        "wall_seconds",
+        "sim_ms_per_frame",
+        "per_frame",
+        "summary",
+    ] {
+        assert!(s.get(key).is_some(), "stats lack `{key}`");
+    }
+    assert_eq!(s["frames"], 12);
+    assert_eq!(s["render_vertices"], 256);
+    let per_frame = s["per_frame"].as_array().unwrap();
+    assert_eq!(per_frame.len(), 12);
+    for f in per_frame {
+        for key in [
+            "frame",
+            "max_stretch",
+            "mean_stretch",
+            "body_penetrations",
+            "max_penetration_m",
+            "self_intersections",
+            "max_residual",
+            "rollbacks",
+            "non_finite",
+        ] {
+            assert!(f.get(key).is_some(), "frame stats lack `{key}`");
+        }
+        assert_eq!(f["non_finite"], 0);
+    }
+    // The cloth has fallen by the end (it starts at 0.5 m).
+    let pc = read_pc2(&pc2).unwrap();
+    assert_eq!(pc.frames.len(), 12);
+    assert_eq!(pc.start_frame, 1.0);
+    let first_y: f32 = pc.frames[0].iter().map(|p| p.y).sum::<f32>() / 256.0;
+    let last_y: f32 = pc.frames[11].iter().map(|p| p.y).sum::<f32>() / 256.0;
+    assert!((first_y - 0.5).abs() < 1e-6, "frame 0 is the rest pose");
+    assert!(
+        last_y < first_y - 0.05,
+        "the cloth fell: {first_y} → {last_y}"
+    );
+    let md = read_mdd(&mdd).unwrap();
+    assert_eq!(md.frames, pc.frames);
+    for (k, t) in md.times.iter().enumerate() {
+        assert!((t - k as f32 / 24.0).abs() < 1e-6);
+    }
+
+    // The glTF: morph target k reproduces baked frame k; one STEP key per frame at 1/fps.
+    let (doc, buffers, _) = gltf::import(&out).unwrap();
+    let mesh = doc
+        .meshes()
+        .find(|m| m.name() == Some("cloth"))
+        .expect("the garment mesh is exported under its name");
+    let prim = mesh.primitives().next().unwrap();
+    let reader = prim.reader(|b| Some(&buffers[b.index()]));
+    let base: Vec<[f32; 3]> = reader.read_positions().unwrap().collect();
+    let targets: Vec<Vec<[f32; 3]>> = reader
+        .read_morph_targets()
+        .map(|(p, _, _)| p.unwrap().collect())
+        .collect();
+    assert_eq!(targets.len(), 12);
+    for (k, target) in targets.iter().enumerate() {
+        for (i, d) in target.iter().enumerate() {
+            let p = [base[i][0] + d[0], base[i][1] + d[1], base[i][2] + d[2]];
+            let want = pc.frames[k][i].to_array();
+            for c in 0..3 {
+                assert!(
+                    (p[c] - want[c]).abs() <= 1e-5,
+                    "frame {k} vertex {i}: {p:?} vs {want:?}"
+                );
+            }
+        }
+    }
+    let anim = doc.animations().next().expect("an animation");
+    let channel = anim.channels().next().unwrap();
+    assert_eq!(
+        channel.target().property(),
+        gltf::animation::Property::MorphTargetWeights
+    );
+    let times: Vec<f32> = channel
+        .reader(|b| Some(&buffers[b.index()]))
+        .read_inputs()
+        .unwrap()
+        .collect();
+    assert_eq!(times.len(), 12);
+    for (k, t) in times.iter().enumerate() {
+        assert!((t - k as f32 / 24.0).abs() < 1e-6, "key {k} at {t}");
+    }
+    // The body is in the file too.
+    assert!(doc.meshes().any(|m| m.name() == Some("sphere")));
+
+    let report = common::validate_gltf(&out);
+    assert_eq!(report.errors, 0, "{:#?}", report.messages);
+
+    // `drape inspect` reads it back.
+    let o = drape(&[&"inspect", &out]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("cloth") && text.contains("12"), "{text}");
+}
+
+#[test]
+fn malformed_inputs_give_errors_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let scene = sphere_drop(dir.path(), 8);
+    let out = dir.path().join("out.glb");
+    let text = std::fs::read_to_string(&scene).unwrap();
+
+    // Invalid RON.
+    let bad = dir.path().join("broken.ron");
+    std::fs::write(&bad, "(garments: [(path: \"cloth.glb\"").unwrap();
+    let err = fails(&[&"bake", &bad, &"--out", &out]);
+    assert!(err.contains("broken.ron"), "{err}");
+
+    // A mesh name that is not in the file.
+    let missing = dir.path().join("missing.ron");
+    std::fs::write(&missing, text.replace("Some(\"cloth\")", "Some(\"shirt\")")).unwrap();
+    let err = fails(&[&"bake", &missing, &"--out", &out]);
+    assert!(err.contains("cloth.glb") && err.contains("shirt"), "{err}");
+
+    // A truncated .glb.
+    let glb = std::fs::read(dir.path().join("cloth.glb")).unwrap();
+    std::fs::write(dir.path().join("cut.glb"), &glb[..glb.len() / 2]).unwrap();
+    let cut = dir.path().join("cut.ron");
+    std::fs::write(&cut, text.replace("\"cloth.glb\"", "\"cut.glb\"")).unwrap();
+    let err = fails(&[&"bake", &cut, &"--out", &out]);
+    assert!(err.contains("cut.glb"), "{err}");
+
+    // A negative frame rate and a negative compliance-like setting.
+    let neg = dir.path().join("neg.ron");
+    std::fs::write(&neg, text.replace("fps: 24.0", "fps: -24.0")).unwrap();
+    let err = fails(&[&"bake", &neg, &"--out", &out]);
+    assert!(
+        err.contains("neg.ron") && err.contains("timeline.fps"),
+        "{err}"
+    );
+
+    // A missing scene file.
+    let err = fails(&[&"bake", &dir.path().join("nope.ron"), &"--out", &out]);
+    assert!(err.contains("nope.ron"), "{err}");
+
+    // Nothing was written by the failed bakes.
+    assert!(!out.exists());
+    // A bad grid size.
+    fails(&[
+        &"demo",
+        &dir.path().join("g"),
+        &"--scene",
+        &"sphere-drop",
+        &"--grid",
+        &"1",
+    ]);
+}
+
+#[test]
+fn default_scene_drapes_the_skirt_without_penetrating_the_mannequin() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = drape(&[&"demo", &dir.path()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let scene = dir.path().join("scene.ron");
+    let (out, stats) = (dir.path().join("bake.glb"), dir.path().join("stats.json"));
+    let o = drape(&[
+        &"bake",
+        &scene,
+        &"--out",
+        &out,
+        &"--frames",
+        &"16",
+        &"--stats",
+        &stats,
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let s: serde_json::Value = serde_json::from_slice(&std::fs::read(&stats).unwrap()).unwrap();
+    for f in s["per_frame"].as_array().unwrap() {
+        assert_eq!(f["body_penetrations"], 0, "frame {}", f["frame"]);
+        assert_eq!(f["non_finite"], 0);
+        assert!(
+            f["max_stretch"].as_f64().unwrap() < 0.2,
+            "frame {}",
+            f["frame"]
+        );
+    }
+    assert_eq!(s["constraints"]["attach"], 64, "the waistband is pinned");
+    assert!(s["constraints"]["tether"].as_u64().unwrap() > 1000);
+    let report = common::validate_gltf(&out);
+    assert_eq!(report.errors, 0, "{:#?}", report.messages);
+}
