@@ -1,1 +1,76 @@
-fn main() {}
+//! Milliseconds per simulated frame on the standard scene (DESIGN §3, issue 2): a 1 m × 1 m
+//! cloth of N × N vertices dropped from 0.5 m onto a sphere of radius 0.3 m, 24 fps, 10 substeps.
+//!
+//! One criterion iteration is one frame of the 60-frame drape; when the drape reaches its last
+//! frame the solver is rebuilt (untimed), so the figure is the mean over the whole drape, impact
+//! and rest included. Before timing, one full bake prints its max stretch.
+//!
+//! Run: `cargo bench --bench standard_scene`.
+
+use std::time::{Duration, Instant};
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
+use drape::bake::{bake, BakeOptions, LoadedScene};
+use drape::collide::BodyCollider;
+use drape::demo::{write_demo, DemoScene};
+use drape::sim::Solver;
+
+const SUBSTEPS: u32 = 10;
+const FRAMES: u32 = 60;
+
+fn load(n: u32, dir: &std::path::Path) -> LoadedScene {
+    let path = write_demo(dir, DemoScene::SphereDrop, Some(n)).expect("demo scene");
+    let mut loaded = LoadedScene::load(&path).expect("scene loads");
+    loaded.scene.solver.substeps = SUBSTEPS;
+    loaded
+}
+
+fn solver(loaded: &LoadedScene) -> Solver {
+    let (model, _) = loaded.build_model();
+    let body = loaded
+        .body
+        .as_ref()
+        .map(|m| BodyCollider::new(m).expect("collider"));
+    Solver::new(loaded.scene.solver.clone(), model, body).expect("solver")
+}
+
+fn standard_scene(c: &mut Criterion) {
+    let mut group = c.benchmark_group("standard_scene_10_substeps");
+    group.sample_size(10);
+    group.measurement_time(Duration::from_secs(20));
+    for n in [32u32, 64, 128] {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let loaded = load(n, dir.path());
+        let full = bake(&loaded, &BakeOptions::default()).expect("bake");
+        eprintln!(
+            "N = {n} ({} vertices): full 60-frame bake {:.1} ms/frame, max stretch {:.1} % (last frame {:.1} %), penetrations {}",
+            n * n,
+            full.stats.sim_ms_per_frame,
+            full.stats.summary.max_stretch * 100.0,
+            full.stats.per_frame.last().map_or(0.0, |f| f.max_stretch) * 100.0,
+            full.stats.summary.body_penetrations,
+        );
+        group.bench_with_input(BenchmarkId::new("frame", n), &n, |b, _| {
+            let mut s = solver(&loaded);
+            let mut frame = 0;
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    if frame == FRAMES {
+                        s = solver(&loaded);
+                        frame = 0;
+                    }
+                    let t = Instant::now();
+                    s.step_frame(1.0 / 24.0).expect("frame");
+                    total += t.elapsed();
+                    frame += 1;
+                }
+                total
+            });
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, standard_scene);
+criterion_main!(benches);

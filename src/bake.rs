@@ -401,8 +401,8 @@ pub fn bake(loaded: &LoadedScene, options: &BakeOptions) -> Result<BakeResult, B
             })
             .collect()
     };
-    let mut frames = Vec::with_capacity(total);
-    let mut per_frame = Vec::with_capacity(total);
+    let mut frames = Vec::with_capacity(total.min(4096));
+    let mut per_frame = Vec::with_capacity(total.min(4096));
     let mut sim_seconds = 0.0f64;
     let mut cancelled = false;
     for k in 0..total {

@@ -228,17 +228,20 @@ impl Scene {
     }
 
     /// Serialises the scene as pretty RON.
-    pub fn to_ron(&self) -> String {
+    pub fn to_ron(&self) -> Result<String, ron::Error> {
         let config = ron::ser::PrettyConfig::new().struct_names(false);
-        ron::ser::to_string_pretty(self, config).unwrap_or_default()
+        ron::ser::to_string_pretty(self, config)
     }
 
     /// Writes the scene atomically (a temporary file, then a rename).
     pub fn save(&self, path: &Path) -> Result<(), SceneError> {
+        let body = self.to_ron().map_err(|e| SceneError::Parse {
+            path: path.to_path_buf(),
+            message: format!("cannot be written: {e}"),
+        })?;
         let text = format!(
-            "// Drape scene (format version {}). See docs/scene-format.md.\n{}\n",
-            self.version,
-            self.to_ron()
+            "// Drape scene (format version {}). See docs/scene-format.md.\n{body}\n",
+            self.version
         );
         crate::io::atomic::write_atomic(path, text.as_bytes()).map_err(|source| SceneError::Io {
             path: path.to_path_buf(),
@@ -339,7 +342,7 @@ mod tests {
     #[test]
     fn round_trip_and_defaults() {
         let s = sample();
-        let back = Scene::from_ron(&s.to_ron(), Path::new("s.ron")).unwrap();
+        let back = Scene::from_ron(&s.to_ron().unwrap(), Path::new("s.ron")).unwrap();
         assert_eq!(back, s);
         // A minimal older file: every missing field takes its default.
         let min = Scene::from_ron("(garments: [(path: \"g.glb\")])", Path::new("m.ron")).unwrap();

@@ -814,6 +814,28 @@ mod tests {
     }
 
     #[test]
+    fn soft_attachment_hangs_by_its_compliance() {
+        // A 0.1 kg particle on a soft attachment of 0.05 m/N sags m·g·α = 4.905 cm.
+        let m = ClothModel {
+            positions: vec![Vec3::ZERO],
+            mass_kg: vec![0.1],
+            damping_per_s: vec![3.0],
+            friction: vec![0.0],
+            attach: vec![Attachment {
+                particle: 0,
+                target_m: Vec3::ZERO,
+                compliance_m_per_n: 0.05,
+            }],
+            ..Default::default()
+        };
+        let mut s = Solver::new(SolverSettings::default(), m, None).unwrap();
+        for _ in 0..24 * 10 {
+            s.step_frame(1.0 / 24.0).unwrap();
+        }
+        assert_relative_eq!(s.particles().x[0].y, -0.1 * 9.81 * 0.05, epsilon = 1e-5);
+    }
+
+    #[test]
     fn coincident_particles_counted_not_nan() {
         let mut m = pendulum(0.0);
         m.positions[1] = Vec3::ZERO;
