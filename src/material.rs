@@ -375,22 +375,7 @@ mod tests {
     use approx::assert_relative_eq;
 
     fn grid(n: u32, size: Real) -> Mesh {
-        let mut p = Vec::new();
-        for j in 0..n {
-            for i in 0..n {
-                let s = size / (n - 1) as Real;
-                p.push(Vec3::new(i as Real * s, 0.0, j as Real * s));
-            }
-        }
-        let mut t = Vec::new();
-        for j in 0..n - 1 {
-            for i in 0..n - 1 {
-                let a = j * n + i;
-                t.push([a, a + n, a + 1]);
-                t.push([a + 1, a + n, a + n + 1]);
-            }
-        }
-        Mesh::new("grid", p, t)
+        crate::shapes::grid_cloth(size, n, 0.0)
     }
 
     #[test]
@@ -440,7 +425,7 @@ mod tests {
     fn tethers_use_geodesic_distance() {
         let m = grid(5, 1.0);
         let topo = Topology::new(&m);
-        // Pin the first row (z = 0): vertex (i, j) is j·5 + i.
+        // Pin the first row (the z = −0.5 m edge): vertex (i, j) is j·5 + i.
         let tethers = build_tethers(&m, &topo, &[0, 1, 2, 3, 4], 0.0);
         assert_eq!(tethers.len(), 20);
         let far = tethers.iter().find(|t| t.particle == 24).unwrap();

@@ -404,20 +404,32 @@ impl Solver {
                 });
             }
         }
-        for a in &model.attach {
-            if !(a.compliance_m_per_n.is_finite() && a.compliance_m_per_n >= 0.0) {
+        // A negative or non-finite compliance has no physical meaning: reject it here, once.
+        let compliances = (model.attach.iter())
+            .map(|c| ("attachment compliance_m_per_n", c.compliance_m_per_n))
+            .chain(
+                model
+                    .stretch
+                    .iter()
+                    .map(|c| ("stretch compliance_m_per_n", c.compliance_m_per_n)),
+            )
+            .chain(
+                model
+                    .shear
+                    .iter()
+                    .map(|c| ("shear compliance_per_n_m", c.compliance_per_n_m)),
+            )
+            .chain(
+                model
+                    .bend
+                    .iter()
+                    .map(|c| ("bend compliance_per_n_m", c.compliance_per_n_m)),
+            );
+        for (field, value) in compliances {
+            if !(value.is_finite() && value >= 0.0) {
                 return Err(SimError::Setting {
-                    field: "attachment compliance_m_per_n",
-                    value: a.compliance_m_per_n.to_string(),
-                    problem: "must be a finite number of at least 0",
-                });
-            }
-        }
-        for c in &model.stretch {
-            if !(c.compliance_m_per_n.is_finite() && c.compliance_m_per_n >= 0.0) {
-                return Err(SimError::Setting {
-                    field: "stretch compliance_m_per_n",
-                    value: c.compliance_m_per_n.to_string(),
+                    field,
+                    value: value.to_string(),
                     problem: "must be a finite number of at least 0",
                 });
             }

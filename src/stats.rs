@@ -285,21 +285,8 @@ mod tests {
 
     #[test]
     fn flat_grid_has_none_and_stretch_is_measured() {
-        let n = 8;
-        let mut x = Vec::new();
-        for j in 0..n {
-            for i in 0..n {
-                x.push(Vec3::new(i as Real, 0.0, j as Real));
-            }
-        }
-        let mut tris = Vec::new();
-        for j in 0..n - 1 {
-            for i in 0..n - 1 {
-                let a = j * n + i;
-                tris.push([a, a + n, a + 1]);
-                tris.push([a + 1, a + n, a + n + 1]);
-            }
-        }
+        let grid = crate::shapes::grid_cloth(7.0, 8, 0.0);
+        let (x, tris) = (grid.positions, grid.indices);
         assert_eq!(count_self_intersections(&x, &tris), 0);
         let (max, mean) = edge_stretch(&x, [([0u32, 1u32], 0.5), ([1, 2], 1.0)].into_iter());
         assert!((max - 1.0).abs() < 1e-6 && (mean - 0.5).abs() < 1e-6);
