@@ -331,6 +331,112 @@ pub struct Tether {
     pub max_length_m: Real,
 }
 
+/// The cloth's edges as a graph, for geodesic rest distances along the mesh (compressed rows).
+#[derive(Clone, Debug, Default)]
+pub struct EdgeGraph {
+    offsets: Vec<u32>,
+    targets: Vec<u32>,
+    lengths_m: Vec<Real>,
+    // Dijkstra scratch, reused between calls.
+    dist: Vec<Real>,
+    anchor: Vec<u32>,
+    heap: std::collections::BinaryHeap<HeapItem>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct HeapItem(Real, u32);
+
+impl Eq for HeapItem {}
+
+impl PartialOrd for HeapItem {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for HeapItem {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        // Reversed: a min-heap on the distance.
+        other.0.total_cmp(&self.0)
+    }
+}
+
+impl EdgeGraph {
+    /// Builds the graph of `n` vertices from undirected edges with their rest lengths (m).
+    pub fn new(n: usize, edges: impl Iterator<Item = ([u32; 2], Real)> + Clone) -> Self {
+        let mut degree = vec![0u32; n + 1];
+        for ([a, b], _) in edges.clone() {
+            degree[a as usize] += 1;
+            degree[b as usize] += 1;
+        }
+        let mut offsets = vec![0u32; n + 1];
+        for i in 0..n {
+            offsets[i + 1] = offsets[i] + degree[i];
+        }
+        let mut fill = offsets.clone();
+        let m = offsets[n] as usize;
+        let mut targets = vec![0u32; m];
+        let mut lengths_m = vec![0.0; m];
+        for ([a, b], len) in edges {
+            for (from, to) in [(a, b), (b, a)] {
+                let k = fill[from as usize] as usize;
+                targets[k] = to;
+                lengths_m[k] = len;
+                fill[from as usize] += 1;
+            }
+        }
+        Self {
+            offsets,
+            targets,
+            lengths_m,
+            ..Default::default()
+        }
+    }
+
+    /// Replaces `out` with one tether per vertex reachable from `anchors`: to its nearest anchor
+    /// along the edges (multi-source Dijkstra), limited to that distance times `1 + slack`.
+    pub fn nearest_anchor_tethers(&mut self, anchors: &[u32], slack: Real, out: &mut Vec<Tether>) {
+        let n = self.offsets.len().saturating_sub(1);
+        out.clear();
+        self.dist.clear();
+        self.dist.resize(n, Real::INFINITY);
+        self.anchor.clear();
+        self.anchor.resize(n, u32::MAX);
+        self.heap.clear();
+        for &a in anchors {
+            if (a as usize) < n && self.dist[a as usize] > 0.0 {
+                self.dist[a as usize] = 0.0;
+                self.anchor[a as usize] = a;
+                self.heap.push(HeapItem(0.0, a));
+            }
+        }
+        while let Some(HeapItem(d, v)) = self.heap.pop() {
+            let v = v as usize;
+            if d > self.dist[v] {
+                continue;
+            }
+            for k in self.offsets[v] as usize..self.offsets[v + 1] as usize {
+                let u = self.targets[k] as usize;
+                let nd = d + self.lengths_m[k];
+                if nd < self.dist[u] {
+                    self.dist[u] = nd;
+                    self.anchor[u] = self.anchor[v];
+                    self.heap.push(HeapItem(nd, u as u32));
+                }
+            }
+        }
+        out.extend(
+            (0..n)
+                .filter(|&i| self.dist[i] > 0.0 && self.dist[i].is_finite())
+                .map(|i| Tether {
+                    particle: i as u32,
+                    anchor: self.anchor[i],
+                    max_length_m: self.dist[i] * (1.0 + slack),
+                }),
+        );
+    }
+}
+
 /// Projects a tether `|p − anchor| ≤ max_length` on the free particle only (the anchor is
 /// pinned), with the accumulated multiplier clamped to `λ ≤ 0` (a tether only pulls).
 #[inline]

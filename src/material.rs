@@ -26,7 +26,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::constraints::{shear_rest_inverse, Bend, Distance, Shear, Tether};
+use crate::constraints::{shear_rest_inverse, Bend, Distance, EdgeGraph, Shear, Tether};
 use crate::math::{triangle_area, Real, Vec3};
 use crate::mesh::{Mesh, Topology};
 
@@ -295,59 +295,17 @@ pub fn build_cloth(mesh: &Mesh, topology: &Topology, fabric: &Fabric) -> ClothCo
 /// to a pinned one gets a tether to its geodesically nearest pinned vertex, with the geodesic
 /// rest distance (shortest path along the edges, Dijkstra) times `1 + slack` as its limit.
 pub fn build_tethers(mesh: &Mesh, topology: &Topology, pinned: &[u32], slack: Real) -> Vec<Tether> {
-    use std::cmp::Ordering;
-    use std::collections::BinaryHeap;
-    #[derive(PartialEq)]
-    struct Item(Real, u32, u32);
-    impl Eq for Item {}
-    impl PartialOrd for Item {
-        fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-            Some(self.cmp(other))
-        }
-    }
-    impl Ord for Item {
-        fn cmp(&self, other: &Self) -> Ordering {
-            // Min-heap on distance.
-            other.0.total_cmp(&self.0)
-        }
-    }
-    let n = mesh.positions.len();
-    let mut neighbours: Vec<Vec<u32>> = vec![Vec::new(); n];
-    for &[a, b] in &topology.edges {
-        neighbours[a as usize].push(b);
-        neighbours[b as usize].push(a);
-    }
-    let mut dist = vec![Real::INFINITY; n];
-    let mut anchor = vec![u32::MAX; n];
-    let mut heap = BinaryHeap::new();
-    for &p in pinned {
-        if (p as usize) < n {
-            dist[p as usize] = 0.0;
-            anchor[p as usize] = p;
-            heap.push(Item(0.0, p, p));
-        }
-    }
-    while let Some(Item(d, v, a)) = heap.pop() {
-        if d > dist[v as usize] {
-            continue;
-        }
-        for &u in &neighbours[v as usize] {
-            let nd = d + mesh.positions[v as usize].distance(mesh.positions[u as usize]);
-            if nd < dist[u as usize] {
-                dist[u as usize] = nd;
-                anchor[u as usize] = a;
-                heap.push(Item(nd, u, a));
-            }
-        }
-    }
-    (0..n as u32)
-        .filter(|&i| anchor[i as usize] != u32::MAX && dist[i as usize] > 0.0)
-        .map(|i| Tether {
-            particle: i,
-            anchor: anchor[i as usize],
-            max_length_m: dist[i as usize] * (1.0 + slack),
-        })
-        .collect()
+    let x = &mesh.positions;
+    let mut graph = EdgeGraph::new(
+        x.len(),
+        topology
+            .edges
+            .iter()
+            .map(|&[a, b]| ([a, b], x[a as usize].distance(x[b as usize]))),
+    );
+    let mut out = Vec::new();
+    graph.nearest_anchor_tethers(pinned, slack, &mut out);
+    out
 }
 
 /// The 3D direction of increasing `u` over triangle `tri`, or world X without UVs.
