@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use crate::collide::{measure_penetrations, BodyCollider, ColliderError};
+use crate::constraints::Attachment;
 use crate::io::gltf_import::{load_mesh, GltfImportError};
 use crate::material::{build_cloth, build_tethers, Fabric};
 use crate::math::{Real, Vec3};
@@ -83,6 +84,8 @@ pub struct LoadedGarment {
     pub topology: Topology,
     /// Welded vertex indices that are hard-pinned.
     pub pinned: Vec<u32>,
+    /// Welded vertex indices with a soft attachment, and its compliance (m/N).
+    pub soft_pins: Vec<(u32, Real)>,
 }
 
 /// A scene with all its files read.
@@ -150,7 +153,7 @@ impl LoadedScene {
                 field: format!("garments[{gi}].fabric"),
                 problem: e.to_string(),
             })?;
-            let pinned = resolve_pins(path, spec, &render, &welded)?;
+            let (pinned, soft_pins) = resolve_pins(path, spec, &render, &welded)?;
             let topology = Topology::new(&welded.mesh);
             garments.push(LoadedGarment {
                 spec: spec.clone(),
@@ -159,6 +162,7 @@ impl LoadedScene {
                 welded,
                 topology,
                 pinned,
+                soft_pins,
             });
         }
         Ok(Self {
@@ -247,6 +251,13 @@ impl LoadedScene {
                     t
                 }));
             }
+            model
+                .attach
+                .extend(g.soft_pins.iter().map(|&(i, alpha)| Attachment {
+                    particle: i + base,
+                    target_m: g.welded.mesh.positions[i as usize],
+                    compliance_m_per_n: alpha,
+                }));
             model.pins.extend(g.pinned.iter().map(|&i| Pin {
                 particle: i + base,
                 target_m: g.welded.mesh.positions[i as usize],
@@ -256,19 +267,21 @@ impl LoadedScene {
     }
 }
 
-/// Turns a garment's pin specification into welded vertex indices.
+/// Turns a garment's pin specification into welded vertex indices: the hard pins, and the soft
+/// attachments with their compliance (m/N).
 fn resolve_pins(
     scene: &Path,
     spec: &GarmentSpec,
     render: &Mesh,
     welded: &Welded,
-) -> Result<Vec<u32>, BakeError> {
+) -> Result<(Vec<u32>, Vec<(u32, Real)>), BakeError> {
     let n = render.positions.len();
     let err = |problem: String| BakeError::Pins {
         scene: scene.to_path_buf(),
         garment: spec.name.clone(),
         problem,
     };
+    let mut soft: Vec<(u32, Real)> = Vec::new();
     let render_ids: Vec<u32> = match &spec.pins {
         Pins::None => Vec::new(),
         Pins::Vertices(v) => {
@@ -279,13 +292,21 @@ fn resolve_pins(
             }
             v.clone()
         }
-        Pins::Weights { weights, threshold } => {
+        Pins::Weights {
+            weights,
+            threshold,
+            soft_compliance_m_per_n,
+        } => {
             if weights.len() != n {
                 return Err(err(format!(
                     "{} pin weights for {n} vertices; give one weight per vertex",
                     weights.len()
                 )));
             }
+            soft = (0..n)
+                .filter(|&i| weights[i] > 0.0 && weights[i] < *threshold)
+                .map(|i| (i as u32, soft_compliance_m_per_n / weights[i]))
+                .collect();
             (0..n as u32)
                 .filter(|&i| weights[i as usize] >= *threshold)
                 .collect()
@@ -306,7 +327,15 @@ fn resolve_pins(
         .collect();
     ids.sort_unstable();
     ids.dedup();
-    Ok(ids)
+    // Welded duplicates: keep the stiffest soft attachment, and none on a hard pin.
+    let mut soft: Vec<(u32, Real)> = soft
+        .into_iter()
+        .map(|(i, a)| (welded.original_to_welded[i as usize], a))
+        .filter(|(i, _)| ids.binary_search(i).is_err())
+        .collect();
+    soft.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)));
+    soft.dedup_by_key(|s| s.0);
+    Ok((ids, soft))
 }
 
 /// Options of a bake.

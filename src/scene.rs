@@ -74,12 +74,17 @@ pub enum Pins {
     None,
     /// These render-mesh vertex indices.
     Vertices(Vec<u32>),
-    /// A weight per render-mesh vertex; vertices at or above `threshold` are pinned.
+    /// A weight per render-mesh vertex. Vertices at or above `threshold` are hard-pinned; those
+    /// with a weight `w` in `(0, threshold)` get a soft attachment to their rest position with
+    /// compliance `soft_compliance_m_per_n / w` (m/N): half the weight, twice as soft.
     Weights {
         /// One weight per render vertex, 0–1.
         weights: Vec<Real>,
-        /// Weights at or above this are pinned.
+        /// Weights at or above this are hard pins.
         threshold: Real,
+        /// Compliance of a soft attachment of weight 1 (m/N).
+        #[serde(default = "default_soft_compliance")]
+        soft_compliance_m_per_n: Real,
     },
     /// Vertices inside this axis-aligned box (m).
     Box {
@@ -88,6 +93,10 @@ pub enum Pins {
         /// Maximum corner (m).
         max: [Real; 3],
     },
+}
+
+fn default_soft_compliance() -> Real {
+    1.0e-3
 }
 
 /// A garment: a glTF mesh, its fabric and its pins.
@@ -307,11 +316,22 @@ impl Scene {
                     "must be a finite distance of at least 0 m".into(),
                 ));
             }
-            if let Pins::Weights { weights, threshold } = &g.pins {
+            if let Pins::Weights {
+                weights,
+                threshold,
+                soft_compliance_m_per_n,
+            } = &g.pins
+            {
                 if weights.iter().any(|w| !w.is_finite()) || !threshold.is_finite() {
                     return Err(field(
                         format!("garments[{i}].pins"),
                         "pin weights and threshold must be finite".into(),
+                    ));
+                }
+                if !(soft_compliance_m_per_n.is_finite() && *soft_compliance_m_per_n > 0.0) {
+                    return Err(field(
+                        format!("garments[{i}].pins.soft_compliance_m_per_n"),
+                        format!("{soft_compliance_m_per_n} must be a finite compliance greater than 0 m/N"),
                     ));
                 }
             }

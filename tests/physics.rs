@@ -119,3 +119,48 @@ fn standard_scene_has_no_penetrations_in_any_frame() {
         stats.sim_ms_per_frame
     );
 }
+
+#[test]
+fn painted_weights_make_hard_and_soft_pins() {
+    use drape::scene::Pins;
+    let dir = tempfile::tempdir().unwrap();
+    let scene_path = write_demo(dir.path(), DemoScene::SphereDrop, Some(8)).unwrap();
+    let mut scene = drape::scene::Scene::load(&scene_path).unwrap();
+    scene.body = None;
+    // Vertex 0 and 7 (two corners of the first row) are hard pins; vertex 3 of that row is
+    // soft (weight 0.5 ⇒ compliance 2e-3 m/N); the rest are free.
+    let mut weights = vec![0.0; 64];
+    weights[0] = 1.0;
+    weights[7] = 1.0;
+    weights[3] = 0.5;
+    scene.garments[0].pins = Pins::Weights {
+        weights,
+        threshold: 0.99,
+        soft_compliance_m_per_n: 1.0e-3,
+    };
+    let loaded = LoadedScene::from_scene(scene, &scene_path).unwrap();
+    assert_eq!(loaded.garments[0].pinned, vec![0, 7]);
+    assert_eq!(loaded.garments[0].soft_pins, vec![(3, 2.0e-3)]);
+    let result = bake(
+        &loaded,
+        &BakeOptions {
+            frames: Some(24),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(result.stats.constraints.attach, 3);
+    let (rest, last) = (&result.frames[0], result.frames.last().unwrap());
+    let drop = |i: usize| rest[i].y - last[i].y;
+    assert!(
+        drop(0).abs() < 1e-6 && drop(7).abs() < 1e-6,
+        "hard pins hold exactly"
+    );
+    assert!(drop(3) > 1e-4, "the soft pin gives: {}", drop(3));
+    assert!(
+        drop(3) < drop(60),
+        "but less than a free vertex: {} vs {}",
+        drop(3),
+        drop(60)
+    );
+}
