@@ -267,6 +267,9 @@ impl LoadedScene {
     }
 }
 
+/// Soft attachments: welded vertex index and compliance (m/N).
+type SoftPins = Vec<(u32, Real)>;
+
 /// Turns a garment's pin specification into welded vertex indices: the hard pins, and the soft
 /// attachments with their compliance (m/N).
 fn resolve_pins(
@@ -274,7 +277,7 @@ fn resolve_pins(
     spec: &GarmentSpec,
     render: &Mesh,
     welded: &Welded,
-) -> Result<(Vec<u32>, Vec<(u32, Real)>), BakeError> {
+) -> Result<(Vec<u32>, SoftPins), BakeError> {
     let n = render.positions.len();
     let err = |problem: String| BakeError::Pins {
         scene: scene.to_path_buf(),
@@ -328,7 +331,7 @@ fn resolve_pins(
     ids.sort_unstable();
     ids.dedup();
     // Welded duplicates: keep the stiffest soft attachment, and none on a hard pin.
-    let mut soft: Vec<(u32, Real)> = soft
+    let mut soft: SoftPins = soft
         .into_iter()
         .map(|(i, a)| (welded.original_to_welded[i as usize], a))
         .filter(|(i, _)| ids.binary_search(i).is_err())
