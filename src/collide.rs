@@ -144,27 +144,73 @@ impl BodyCollider {
 
     /// Generates contacts for every particle with `inv_mass > 0` that lies within
     /// `thickness_m + margin_m` of the surface (or inside it), appending to `out`.
+    ///
+    /// `cache` keeps, per particle, where it was last queried and a lower bound of its distance
+    /// to the surface then. By the triangle inequality the distance now is at least that bound
+    /// minus how far the particle moved since, so particles still provably out of reach skip
+    /// the BVH query. The bound assumes a static body.
     pub fn contacts(
         &self,
         x: &[Vec3],
         inv_mass: &[Real],
         thickness_m: Real,
         margin_m: Real,
+        cache: &mut ProximityCache,
         out: &mut Vec<Contact>,
     ) {
         let reach = thickness_m + margin_m;
+        // Look this much farther than needed, so the bound stays useful for a few substeps.
+        let radius = reach + PROXIMITY_LOOKAHEAD_M;
+        cache.resize(x.len());
         for (i, (&p, &w)) in x.iter().zip(inv_mass).enumerate() {
             if w <= 0.0 {
                 continue;
             }
-            if let Some(s) = self.query(p, reach) {
-                out.push(Contact {
-                    particle: i as u32,
-                    point_m: s.point_m,
-                    normal: s.normal,
-                });
+            let bound = cache.distance_m[i] - (p - cache.queried_at[i]).length();
+            if bound > reach {
+                continue;
+            }
+            cache.queried_at[i] = p;
+            match self.query(p, radius) {
+                Some(s) => {
+                    cache.distance_m[i] = s.signed_distance_m.max(0.0);
+                    if s.signed_distance_m <= reach {
+                        out.push(Contact {
+                            particle: i as u32,
+                            point_m: s.point_m,
+                            normal: s.normal,
+                        });
+                    }
+                }
+                None => cache.distance_m[i] = radius,
             }
         }
+    }
+}
+
+/// How much farther than the contact reach a proximity query looks (m).
+pub const PROXIMITY_LOOKAHEAD_M: Real = 0.05;
+
+/// Per-particle lower bounds of the distance to the body, for [`BodyCollider::contacts`].
+#[derive(Clone, Debug, Default)]
+pub struct ProximityCache {
+    queried_at: Vec<Vec3>,
+    distance_m: Vec<Real>,
+}
+
+impl ProximityCache {
+    fn resize(&mut self, n: usize) {
+        if self.queried_at.len() != n {
+            // Unknown: a bound of 0 forces a query.
+            self.queried_at = vec![Vec3::ZERO; n];
+            self.distance_m = vec![0.0; n];
+        }
+    }
+
+    /// Forgets every bound (after the body or the particles jump).
+    pub fn clear(&mut self) {
+        self.queried_at.clear();
+        self.distance_m.clear();
     }
 }
 
@@ -255,9 +301,21 @@ mod tests {
             Vec3::new(0.0, 0.501, 0.0),
         ];
         let mut out = Vec::new();
-        c.contacts(&x, &[1.0, 1.0, 1.0, 0.0], 0.01, 0.0, &mut out);
+        let mut cache = ProximityCache::default();
+        c.contacts(&x, &[1.0, 1.0, 1.0, 0.0], 0.01, 0.0, &mut cache, &mut out);
         let ids: Vec<u32> = out.iter().map(|k| k.particle).collect();
         assert_eq!(ids, vec![0, 2]);
         assert!(out.iter().all(|k| k.normal.y > 0.99));
+        // Particle 1 is 0.4 m away: a small move keeps it skipped, a move into reach finds it.
+        let mut y = x;
+        y[1].y = 0.88;
+        out.clear();
+        c.contacts(&y, &[1.0, 1.0, 1.0, 0.0], 0.01, 0.0, &mut cache, &mut out);
+        assert_eq!(out.len(), 2);
+        y[1].y = 0.505;
+        out.clear();
+        c.contacts(&y, &[1.0, 1.0, 1.0, 0.0], 0.01, 0.0, &mut cache, &mut out);
+        let ids: Vec<u32> = out.iter().map(|k| k.particle).collect();
+        assert_eq!(ids, vec![0, 1, 2]);
     }
 }

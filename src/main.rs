@@ -81,15 +81,20 @@ fn main() -> ExitCode {
             pc2,
             mdd,
         }) => run_bake(&scene, &out, frames, stats.as_deref(), pc2.as_deref(), mdd.as_deref()),
-        Some(Command::Demo { dir, scene, grid }) => {
-            let which = match scene {
-                DemoKind::Default => DemoScene::Default,
-                DemoKind::SphereDrop => DemoScene::SphereDrop,
-            };
-            write_demo(&dir, which, grid)
-                .map(|p| eprintln!("wrote {}", p.display()))
-                .map_err(|e| e.to_string())
-        }
+        Some(Command::Demo { dir, scene, grid }) => match (scene, grid) {
+            (DemoKind::Default, Some(_)) => {
+                Err("--grid applies to --scene sphere-drop only; the default scene's skirt has a fixed mesh".into())
+            }
+            (scene, grid) => {
+                let which = match scene {
+                    DemoKind::Default => DemoScene::Default,
+                    DemoKind::SphereDrop => DemoScene::SphereDrop,
+                };
+                write_demo(&dir, which, grid)
+                    .map(|p| eprintln!("wrote {}", p.display()))
+                    .map_err(|e| e.to_string())
+            }
+        },
         Some(Command::Inspect { file }) => drape::io::inspect::inspect(&file)
             .map(|r| print!("{r}"))
             .map_err(|e| e.to_string()),

@@ -38,7 +38,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::collide::{BodyCollider, Contact};
+use crate::collide::{BodyCollider, Contact, ProximityCache};
 use crate::constraints::{
     friction_correction, solve_attachment, solve_bend, solve_contact, solve_distance, solve_shear,
     solve_tether, Attachment, Bend, Distance, Outcome, Shear, Tether,
@@ -303,6 +303,7 @@ pub struct Solver {
     lambda_tether: Vec<Real>,
     contacts: Vec<Contact>,
     lambda_contact: Vec<Real>,
+    proximity: ProximityCache,
     checkpoint: Particles,
     times: StageTimes,
 }
@@ -451,6 +452,7 @@ impl Solver {
             lambda_tether: vec![0.0; model.tethers.len()],
             contacts: Vec::new(),
             lambda_contact: Vec::new(),
+            proximity: ProximityCache::default(),
             checkpoint: particles.clone(),
             settings,
             particles,
@@ -560,6 +562,7 @@ impl Solver {
             lambda_tether,
             contacts,
             lambda_contact,
+            proximity,
             times,
             ..
         } = self;
@@ -599,6 +602,7 @@ impl Solver {
                 &p.inv_mass,
                 settings.collision_thickness_m,
                 settings.contact_margin_m + max_move2.sqrt(),
+                proximity,
                 contacts,
             );
         }
