@@ -96,52 +96,152 @@ fn check_glb_header(path: &Path, bytes: &[u8]) -> Result<(), GltfImportError> {
 }
 
 /// Loads each buffer: the GLB binary chunk, a `data:` URI, or a file next to the glTF file.
+///
+/// Every buffer must hold at least its declared `byteLength`; an external file is checked
+/// against that length (from its metadata) before it is read.
 fn load_buffers(
     path: &Path,
     doc: &gltf::Document,
     mut blob: Option<Vec<u8>>,
 ) -> Result<Vec<Vec<u8>>, GltfImportError> {
-    let base = path.parent().unwrap_or_else(|| Path::new("."));
+    let base = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
     let mut out = Vec::new();
     for buffer in doc.buffers() {
         let i = buffer.index();
-        let source = buffer.source();
-        if let Source::Uri(uri) = source {
-            // `gltf` unwraps the percent-decoding of relative URIs: decode first to reject
-            // ones that are not UTF-8.
-            if !uri.starts_with("data:") && !percent_decodes_to_utf8(uri) {
-                return Err(malformed(
+        let declared = buffer.length();
+        let data = match buffer.source() {
+            Source::Bin => blob.take().ok_or_else(|| {
+                malformed(
                     path,
-                    format!("buffer {i} has an invalid URI '{uri}'"),
-                ));
-            }
-        }
-        let what = match source {
-            Source::Uri(uri) if !uri.starts_with("data:") => {
-                format!("buffer {i} ('{}')", base.join(uri).display())
-            }
-            Source::Uri(_) => format!("buffer {i} (embedded data URI)"),
-            Source::Bin => format!("buffer {i} (GLB binary chunk)"),
+                    format!("buffer {i} refers to the GLB binary chunk, but the file has none"),
+                )
+            })?,
+            Source::Uri(uri) => match data_uri_rest(uri) {
+                Some(rest) => decode_data_uri(rest).map_err(|e| {
+                    malformed(
+                        path,
+                        format!("buffer {i} (embedded data URI) cannot be loaded: {e}"),
+                    )
+                })?,
+                None => read_external(path, base, i, uri, declared)?,
+            },
         };
-        let data = gltf::buffer::Data::from_source_and_blob(source, Some(base), &mut blob)
-            .map_err(|e| malformed(path, format!("{what} cannot be loaded: {e}")))?;
-        if data.0.len() < buffer.length() {
+        if data.len() < declared {
             return Err(malformed(
                 path,
                 format!(
-                    "truncated: buffer {i} declares {} bytes but has {}",
-                    buffer.length(),
-                    data.0.len()
+                    "truncated: buffer {i} declares {declared} bytes but has {}",
+                    data.len()
                 ),
             ));
         }
-        out.push(data.0);
+        out.push(data);
     }
     Ok(out)
 }
 
-/// Whether percent-decoding `uri` gives valid UTF-8 (invalid `%` escapes are kept literally).
-fn percent_decodes_to_utf8(uri: &str) -> bool {
+/// The part of a `data:` URI after `data:` (the scheme is matched without regard to case), or
+/// `None` for any other URI.
+fn data_uri_rest(uri: &str) -> Option<&str> {
+    let scheme = uri.get(..5)?;
+    scheme
+        .eq_ignore_ascii_case("data:")
+        .then(|| uri.get(5..))
+        .flatten()
+}
+
+/// Decodes the part of a `data:` URI after `data:`: `[<media type>][;<parameter>]*;base64,<data>`.
+fn decode_data_uri(rest: &str) -> Result<Vec<u8>, String> {
+    use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig};
+    use base64::engine::DecodePaddingMode;
+    use base64::Engine as _;
+    const BASE64: GeneralPurpose = GeneralPurpose::new(
+        &base64::alphabet::STANDARD,
+        GeneralPurposeConfig::new().with_decode_padding_mode(DecodePaddingMode::Indifferent),
+    );
+    let (header, payload) = rest
+        .split_once(',')
+        .ok_or("the data URI has no ',' before its data")?;
+    let is_base64 = header
+        .rsplit(';')
+        .next()
+        .is_some_and(|p| p.eq_ignore_ascii_case("base64"))
+        && header.contains(';');
+    if !is_base64 {
+        return Err(format!(
+            "the data URI ('data:{header},…') is not base64-encoded; only base64 data URIs are supported"
+        ));
+    }
+    BASE64
+        .decode(payload)
+        .map_err(|e| format!("invalid base64: {e}"))
+}
+
+/// Reads an external buffer: `uri` is a relative reference, resolved against `base` (the folder
+/// of the glTF file at `path`) after percent-decoding.
+fn read_external(
+    path: &Path,
+    base: &Path,
+    i: usize,
+    uri: &str,
+    declared: usize,
+) -> Result<Vec<u8>, GltfImportError> {
+    let refuse = |why: &str| malformed(path, format!("buffer {i} has URI '{uri}': {why}"));
+    if uri.is_empty() {
+        return Err(refuse("an empty URI names no file"));
+    }
+    if let Some(scheme) = uri_scheme(uri) {
+        return Err(refuse(&format!(
+            "the '{scheme}:' scheme is not supported; only data: URIs and relative file paths are"
+        )));
+    }
+    let decoded =
+        percent_decode(uri).ok_or_else(|| refuse("it does not percent-decode to valid UTF-8"))?;
+    let relative = Path::new(&decoded);
+    if relative.has_root() || relative.is_absolute() {
+        return Err(refuse(
+            "absolute paths are not supported; buffer files must be given relative to the glTF file",
+        ));
+    }
+    let file = base.join(relative);
+    let cannot = |e: &dyn std::fmt::Display| {
+        malformed(
+            path,
+            format!("buffer {i} ('{}') cannot be loaded: {e}", file.display()),
+        )
+    };
+    let size = std::fs::metadata(&file).map_err(|e| cannot(&e))?.len();
+    if !usize::try_from(size).is_ok_and(|size| size >= declared) {
+        return Err(malformed(
+            path,
+            format!(
+                "truncated: buffer {i} ('{}') declares {declared} bytes but the file has {size}",
+                file.display()
+            ),
+        ));
+    }
+    std::fs::read(&file).map_err(|e| cannot(&e))
+}
+
+/// The scheme of an absolute URI (`http` in `http://…`), or `None` for a relative reference.
+///
+/// A scheme is a letter followed by letters, digits, `+`, `-` or `.`, then `:` (RFC 3986 §3.1);
+/// a drive letter (`C:\…`) counts as one, so it is refused too.
+fn uri_scheme(uri: &str) -> Option<&str> {
+    let (scheme, _) = uri.split_once(':')?;
+    let mut chars = scheme.chars();
+    let first = chars.next()?;
+    (first.is_ascii_alphabetic()
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.')))
+    .then_some(scheme)
+}
+
+/// Percent-decodes `uri` (invalid `%` escapes are kept literally); `None` when the result is not
+/// valid UTF-8.
+fn percent_decode(uri: &str) -> Option<String> {
     let b = uri.as_bytes();
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
@@ -157,7 +257,7 @@ fn percent_decodes_to_utf8(uri: &str) -> bool {
         out.push(b[i]);
         i += 1;
     }
-    String::from_utf8(out).is_ok()
+    String::from_utf8(out).ok()
 }
 
 /// Number of components of an accessor type (vectors and scalars only).
@@ -490,5 +590,141 @@ impl Affine {
     /// Transforms a point.
     pub fn point(&self, p: Vec3) -> Vec3 {
         self.linear * p + self.translation
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A `.gltf` with one buffer of `len` bytes at `uri` and nothing that reads it.
+    fn gltf_with_buffer(dir: &Path, name: &str, uri: &str, len: usize) -> std::path::PathBuf {
+        let json = serde_json::json!({
+            "asset": { "version": "2.0" },
+            "buffers": [ { "byteLength": len, "uri": uri } ]
+        });
+        let path = dir.join(name);
+        std::fs::write(&path, serde_json::to_vec(&json).unwrap()).unwrap();
+        path
+    }
+
+    fn error(path: &Path) -> String {
+        match open(path) {
+            Ok(_) => panic!("{} loaded", path.display()),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn data_uris_decode_with_either_media_type_and_any_padding() {
+        let dir = tempfile::tempdir().unwrap();
+        for (uri, want) in [
+            (
+                "data:application/octet-stream;base64,AQIDBA==",
+                &[1u8, 2, 3, 4][..],
+            ),
+            (
+                "data:application/gltf-buffer;base64,AQIDBA==",
+                &[1, 2, 3, 4],
+            ),
+            ("data:application/gltf-buffer;base64,AQIDBA", &[1, 2, 3, 4]),
+            ("DATA:;BASE64,AQID", &[1, 2, 3]),
+        ] {
+            let path = gltf_with_buffer(dir.path(), "d.gltf", uri, want.len());
+            let file = open(&path).unwrap_or_else(|e| panic!("{uri}: {e}"));
+            assert_eq!(file.buffers, vec![want.to_vec()], "{uri}");
+        }
+    }
+
+    #[test]
+    fn bad_data_uris_are_errors_naming_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        for (uri, says) in [
+            ("data:application/octet-stream,%01%02", "not base64-encoded"),
+            ("data:base64,AQID", "not base64-encoded"),
+            ("data:application/octet-stream;base64", "no ','"),
+            (
+                "data:application/octet-stream;base64,@@@@",
+                "invalid base64",
+            ),
+            (
+                "data:application/octet-stream;base64,AQID",
+                "declares 4 bytes but has 3",
+            ),
+        ] {
+            let path = gltf_with_buffer(dir.path(), "bad_data.gltf", uri, 4);
+            let msg = error(&path);
+            assert!(
+                msg.contains("bad_data.gltf") && msg.contains(says),
+                "{uri}: {msg}"
+            );
+        }
+    }
+
+    #[test]
+    fn relative_files_are_percent_decoded_and_resolved_next_to_the_gltf() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("sub dir")).unwrap();
+        std::fs::write(dir.path().join("sub dir/dätä.bin"), [7u8, 8, 9, 10, 11]).unwrap();
+        let path = gltf_with_buffer(dir.path(), "ext.gltf", "sub%20dir/d%C3%A4t%C3%A4.bin", 5);
+        assert_eq!(open(&path).unwrap().buffers, vec![vec![7, 8, 9, 10, 11]]);
+    }
+
+    #[test]
+    fn short_missing_and_unsupported_external_buffers_are_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("short.bin"), [1u8, 2]).unwrap();
+        let abs = dir.path().join("short.bin");
+        let abs = abs.to_str().unwrap();
+        for (uri, says) in [
+            (
+                "short.bin",
+                "short.bin') declares 1073741824 bytes but the file has 2",
+            ),
+            ("nowhere.bin", "nowhere.bin') cannot be loaded"),
+            ("%FF%FE.bin", "does not percent-decode to valid UTF-8"),
+            (
+                "http://example.com/a.bin",
+                "the 'http:' scheme is not supported",
+            ),
+            ("file:///etc/passwd", "the 'file:' scheme is not supported"),
+            ("C:/data/a.bin", "the 'C:' scheme is not supported"),
+            ("/etc/passwd", "absolute paths are not supported"),
+            ("%2Fetc%2Fpasswd", "absolute paths are not supported"),
+            (abs, "not supported"),
+            ("", "an empty URI"),
+        ] {
+            let path = gltf_with_buffer(dir.path(), "ext_bad.gltf", uri, 1 << 30);
+            let msg = error(&path);
+            assert!(
+                msg.contains("ext_bad.gltf") && msg.contains(says),
+                "{uri}: {msg}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_bin_buffer_without_a_binary_chunk_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let json = br#"{"asset":{"version":"2.0"},"buffers":[{"byteLength":4}]}"#;
+        let path = dir.path().join("nobin.gltf");
+        std::fs::write(&path, json).unwrap();
+        let msg = error(&path);
+        assert!(
+            msg.contains("nobin.gltf") && msg.contains("binary chunk"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn uri_schemes_are_recognised_by_rfc_3986_rules() {
+        assert_eq!(uri_scheme("http://x"), Some("http"));
+        assert_eq!(uri_scheme("svn+ssh://x"), Some("svn+ssh"));
+        assert_eq!(uri_scheme("a.bin"), None);
+        assert_eq!(uri_scheme("dir/a:b.bin"), None);
+        assert_eq!(uri_scheme("1x:y"), None);
+        assert_eq!(percent_decode("a%20b%zz%4"), Some("a b%zz%4".to_string()));
+        assert_eq!(percent_decode("%E2%82%AC"), Some("€".to_string()));
+        assert_eq!(percent_decode("%C3"), None);
     }
 }

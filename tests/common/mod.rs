@@ -126,3 +126,47 @@ pub fn base64(bytes: &[u8]) -> String {
     }
     out
 }
+
+/// Reads back a binary glTF (`.glb`) written by Drape: the document and the data of each of its
+/// buffers, indexed like `doc.buffers()`, for `reader(|b| Some(&buffers[b.index()]))`.
+///
+/// Drape's outputs have one buffer, the GLB binary chunk; any other buffer source fails the test.
+///
+/// # Panics
+///
+/// When the file cannot be read or parsed, or a buffer is not the binary chunk or is shorter than
+/// its declared length.
+pub fn read_glb(path: &Path) -> (gltf::Document, Vec<Vec<u8>>) {
+    let bytes =
+        std::fs::read(path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    let gltf::Gltf { document, mut blob } = gltf::Gltf::from_slice(&bytes)
+        .unwrap_or_else(|e| panic!("{} is not a valid glTF: {e}", path.display()));
+    let buffers = document
+        .buffers()
+        .map(|b| {
+            assert!(
+                matches!(b.source(), gltf::buffer::Source::Bin),
+                "{}: buffer {} is not the GLB binary chunk",
+                path.display(),
+                b.index()
+            );
+            let data = blob.take().unwrap_or_else(|| {
+                panic!(
+                    "{}: no GLB binary chunk for buffer {}",
+                    path.display(),
+                    b.index()
+                )
+            });
+            assert!(
+                data.len() >= b.length(),
+                "{}: buffer {} declares {} bytes but has {}",
+                path.display(),
+                b.index(),
+                b.length(),
+                data.len()
+            );
+            data
+        })
+        .collect();
+    (document, buffers)
+}
