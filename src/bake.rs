@@ -377,7 +377,7 @@ pub fn bake(loaded: &LoadedScene, options: &BakeOptions) -> Result<BakeResult, B
     let total = options
         .frames
         .unwrap_or_else(|| scene.timeline.frame_count())
-        .max(1) as usize;
+        .clamp(1, crate::scene::MAX_FRAMES) as usize;
     let body = match &loaded.body {
         Some(m) => Some(BodyCollider::new(m).map_err(|source| {
             BakeError::Collider {
@@ -438,7 +438,7 @@ pub fn bake(loaded: &LoadedScene, options: &BakeOptions) -> Result<BakeResult, B
     let mut sim_seconds = 0.0f64;
     let mut cancelled = false;
     for k in 0..total {
-        let frame = start_frame + k as i32;
+        let frame = start_frame.saturating_add(k as i32);
         let report = if k == 0 {
             crate::sim::FrameReport::default()
         } else {

@@ -43,6 +43,9 @@ impl std::fmt::Debug for BodyCollider {
     }
 }
 
+/// Vertices of the body closer than this are merged before the collider is built (m).
+pub const BODY_WELD_TOLERANCE_M: Real = 1.0e-6;
+
 /// One particle–body contact, valid for one substep. 32 bytes.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Contact {
@@ -66,20 +69,33 @@ pub struct SurfacePoint {
 }
 
 impl BodyCollider {
-    /// Builds the collider. `closed` says whether inside/outside is meaningful (a watertight
-    /// body); open bodies only push particles to their front side.
+    /// Builds the collider.
+    ///
+    /// The mesh is welded first (UV seams split the vertices of almost every textured
+    /// character), then the body counts as closed when every edge has two triangles and the
+    /// enclosed volume is positive: only then are inside and outside defined (the `ORIENTED`
+    /// pseudo-normal test). An open body only pushes particles to the side they are on.
     pub fn new(mesh: &Mesh) -> Result<Self, ColliderError> {
-        let closed = crate::mesh::Topology::new(mesh).is_closed();
+        let welded = crate::mesh::weld(mesh, BODY_WELD_TOLERANCE_M).mesh;
+        if welded.indices.is_empty() {
+            return Err(ColliderError::Invalid {
+                name: mesh.name.clone(),
+                reason: "every triangle collapses to a line or a point".into(),
+            });
+        }
+        let closed =
+            crate::mesh::Topology::new(&welded).is_closed() && welded.signed_volume() > 0.0;
         let flags = if closed {
-            TriMeshFlags::ORIENTED | TriMeshFlags::MERGE_DUPLICATE_VERTICES
+            TriMeshFlags::ORIENTED
         } else {
             TriMeshFlags::empty()
         };
-        let shape = TriMesh::with_flags(mesh.positions.clone(), mesh.indices.clone(), flags)
-            .map_err(|e| ColliderError::Invalid {
+        let shape = TriMesh::with_flags(welded.positions, welded.indices, flags).map_err(|e| {
+            ColliderError::Invalid {
                 name: mesh.name.clone(),
                 reason: e.to_string(),
-            })?;
+            }
+        })?;
         Ok(Self { shape, closed })
     }
 
@@ -182,7 +198,21 @@ impl BodyCollider {
                         });
                     }
                 }
-                None => cache.distance_m[i] = radius,
+                None => {
+                    // Far from the surface, or deep inside a closed body (then it needs a
+                    // contact that pushes it out). The unbounded query also gives a longer bound.
+                    let s = self.closest(p);
+                    if s.signed_distance_m < 0.0 {
+                        cache.distance_m[i] = 0.0;
+                        out.push(Contact {
+                            particle: i as u32,
+                            point_m: s.point_m,
+                            normal: s.normal,
+                        });
+                    } else {
+                        cache.distance_m[i] = s.signed_distance_m.max(radius);
+                    }
+                }
             }
         }
     }
@@ -205,12 +235,6 @@ impl ProximityCache {
             self.queried_at = vec![Vec3::ZERO; n];
             self.distance_m = vec![0.0; n];
         }
-    }
-
-    /// Forgets every bound (after the body or the particles jump).
-    pub fn clear(&mut self) {
-        self.queried_at.clear();
-        self.distance_m.clear();
     }
 }
 
@@ -289,6 +313,51 @@ mod tests {
         let pen = measure_penetrations(&c, &[Vec3::ZERO, Vec3::X, Vec3::new(0.0, 0.0, 0.3)]);
         assert_eq!(pen.count, 2);
         assert_relative_eq!(pen.max_depth_m, 0.5, epsilon = 1e-6);
+    }
+
+    /// Regression (review): a closed body whose vertices are split along UV seams was taken
+    /// for an open one, which turned the inside test and the penetration count off.
+    #[test]
+    fn seamed_closed_body_is_closed() {
+        let mut m = cube();
+        // Split every triangle's corners into their own vertices, as UV seams do.
+        let tris = m.indices.clone();
+        m.positions = tris
+            .iter()
+            .flat_map(|t| t.map(|i| m.positions[i as usize]))
+            .collect();
+        m.indices = (0..tris.len() as u32)
+            .map(|t| [3 * t, 3 * t + 1, 3 * t + 2])
+            .collect();
+        let c = BodyCollider::new(&m).unwrap();
+        assert!(c.is_closed());
+        let pen = measure_penetrations(&c, &[Vec3::ZERO, Vec3::new(0.0, 0.4, 0.0)]);
+        assert_eq!(pen.count, 2);
+    }
+
+    #[test]
+    fn deep_particle_gets_a_contact() {
+        // A 2 m cube: its centre is 1 m deep, beyond any contact reach.
+        let mut m = cube();
+        for p in &mut m.positions {
+            *p *= 4.0;
+        }
+        let c = BodyCollider::new(&m).unwrap();
+        let mut out = Vec::new();
+        let mut cache = ProximityCache::default();
+        c.contacts(
+            &[Vec3::new(0.0, 0.1, 0.0)],
+            &[1.0],
+            0.01,
+            0.0,
+            &mut cache,
+            &mut out,
+        );
+        assert_eq!(out.len(), 1);
+        assert!(
+            out[0].normal.y > 0.99,
+            "pushed out through the nearest face"
+        );
     }
 
     #[test]

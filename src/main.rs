@@ -26,8 +26,8 @@ enum Command {
         /// Output glTF binary (.glb): the garment as morph-target animation, plus the body.
         #[arg(long)]
         out: PathBuf,
-        /// Number of frames to bake (default: the scene's timeline).
-        #[arg(long)]
+        /// Number of frames to bake, 1 to 10000 (default: the scene's timeline).
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..=drape::scene::MAX_FRAMES as i64))]
         frames: Option<u32>,
         /// Write the stats report (JSON) here.
         #[arg(long)]

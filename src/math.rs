@@ -19,12 +19,6 @@ pub const DEGENERATE_LENGTH_SQ: Real = 1.0e-12;
 /// Squared length of a triangle's doubled area vector below which the triangle is degenerate (m⁴).
 pub const DEGENERATE_AREA2_SQ: Real = 1.0e-20;
 
-/// Returns `true` when every component of `v` is finite.
-#[inline]
-pub fn is_finite(v: Vec3) -> bool {
-    v.is_finite()
-}
-
 /// Area of the triangle `a b c` (m²).
 #[inline]
 pub fn triangle_area(a: Vec3, b: Vec3, c: Vec3) -> Real {

@@ -13,6 +13,10 @@ use crate::material::{builtin_fabric, Fabric, DEFAULT_FABRIC};
 use crate::math::Real;
 use crate::sim::SolverSettings;
 
+/// The most frames one bake may have (about 7 minutes at 24 fps). Every baked frame is kept in
+/// memory and the glTF `weights` animation grows with the square of the frame count.
+pub const MAX_FRAMES: u32 = 10_000;
+
 /// The scene format version this build writes and reads.
 pub const SCENE_VERSION: u32 = 1;
 
@@ -169,9 +173,10 @@ impl Default for Timeline {
 }
 
 impl Timeline {
-    /// Number of frames in the range.
+    /// Number of frames in the range (saturating; [`Scene::validate`] bounds it by
+    /// [`MAX_FRAMES`]).
     pub fn frame_count(&self) -> u32 {
-        (self.end_frame - self.start_frame + 1).max(0) as u32
+        (self.end_frame as i64 - self.start_frame as i64 + 1).clamp(0, u32::MAX as i64) as u32
     }
 }
 
@@ -322,10 +327,16 @@ impl Scene {
                 soft_compliance_m_per_n,
             } = &g.pins
             {
-                if weights.iter().any(|w| !w.is_finite()) || !threshold.is_finite() {
+                if weights.iter().any(|w| !(0.0..=1.0).contains(w)) {
                     return Err(field(
-                        format!("garments[{i}].pins"),
-                        "pin weights and threshold must be finite".into(),
+                        format!("garments[{i}].pins.weights"),
+                        "every pin weight must be a number from 0 to 1".into(),
+                    ));
+                }
+                if !(*threshold > 0.0 && *threshold <= 1.0) {
+                    return Err(field(
+                        format!("garments[{i}].pins.threshold"),
+                        format!("{threshold} must be greater than 0 and at most 1"),
                     ));
                 }
                 if !(soft_compliance_m_per_n.is_finite() && *soft_compliance_m_per_n > 0.0) {

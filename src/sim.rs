@@ -45,6 +45,13 @@ use crate::constraints::{
 };
 use crate::math::{Real, Vec3};
 
+/// Most substeps per frame.
+pub const MAX_SUBSTEPS: u32 = 1000;
+/// Most iterations per substep.
+pub const MAX_ITERATIONS: u32 = 100;
+/// Most halvings of a failed substep.
+pub const MAX_RETRIES: u32 = 10;
+
 /// Solver settings, as the artist sets them in a scene or solver preset.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -132,11 +139,33 @@ impl SolverSettings {
                 problem,
             })
         };
-        if self.substeps == 0 {
-            return bad("substeps", "0".into(), "must be at least 1");
+        if !(1..=MAX_SUBSTEPS).contains(&self.substeps) {
+            return bad(
+                "substeps",
+                self.substeps.to_string(),
+                "must be from 1 to 1000 per frame",
+            );
         }
-        if self.iterations == 0 {
-            return bad("iterations", "0".into(), "must be at least 1");
+        if !(1..=MAX_ITERATIONS).contains(&self.iterations) {
+            return bad(
+                "iterations",
+                self.iterations.to_string(),
+                "must be from 1 to 100 per substep",
+            );
+        }
+        if self.max_retries > MAX_RETRIES {
+            return bad(
+                "max_retries",
+                self.max_retries.to_string(),
+                "must be at most 10 (each retry halves the step)",
+            );
+        }
+        if !self.tether_slack.is_finite() {
+            return bad(
+                "tether_slack",
+                self.tether_slack.to_string(),
+                "must be a finite number (negative turns tethers off)",
+            );
         }
         if self.gravity_m_per_s2.iter().any(|g| !g.is_finite()) {
             return bad(

@@ -200,9 +200,18 @@ pub fn count_self_intersections(x: &[Vec3], triangles: &[[u32; 3]]) -> usize {
             (p.z / cell).floor() as i32,
         ]
     };
+    // Triangles spanning many cells (a few huge ones among small ones) go to a list tested
+    // against everything by bounding box, so the grid stays linear in size.
+    const MAX_CELLS: i64 = 64;
+    let span = |t: usize| -> i64 {
+        let (k0, k1) = (key(boxes[t].0), key(boxes[t].1));
+        (0..3).map(|a| k1[a] as i64 - k0[a] as i64 + 1).product()
+    };
+    let (big, small): (Vec<usize>, Vec<usize>) =
+        (0..triangles.len()).partition(|&t| span(t) > MAX_CELLS);
     let mut grid: HashMap<[i32; 3], Vec<u32>> = HashMap::new();
-    for (t, (lo, hi)) in boxes.iter().enumerate() {
-        let (k0, k1) = (key(*lo), key(*hi));
+    for &t in &small {
+        let (k0, k1) = (key(boxes[t].0), key(boxes[t].1));
         for i in k0[0]..=k1[0] {
             for j in k0[1]..=k1[1] {
                 for k in k0[2]..=k1[2] {
@@ -211,11 +220,21 @@ pub fn count_self_intersections(x: &[Vec3], triangles: &[[u32; 3]]) -> usize {
             }
         }
     }
+    let intersect = |t: usize, u: usize| -> bool {
+        let (tri, other) = (triangles[t], triangles[u]);
+        if tri.iter().any(|v| other.contains(v)) {
+            return false;
+        }
+        let ((lo, hi), (lo2, hi2)) = (boxes[t], boxes[u]);
+        if lo.cmpgt(hi2).any() || lo2.cmpgt(hi).any() {
+            return false;
+        }
+        triangles_intersect(tri.map(|i| x[i as usize]), other.map(|i| x[i as usize]))
+    };
     let mut seen = vec![u32::MAX; triangles.len()];
     let mut count = 0;
-    for (t, (lo, hi)) in boxes.iter().enumerate() {
-        let (k0, k1) = (key(*lo), key(*hi));
-        let tri = triangles[t];
+    for &t in &small {
+        let (k0, k1) = (key(boxes[t].0), key(boxes[t].1));
         for i in k0[0]..=k1[0] {
             for j in k0[1]..=k1[1] {
                 for k in k0[2]..=k1[2] {
@@ -228,24 +247,16 @@ pub fn count_self_intersections(x: &[Vec3], triangles: &[[u32; 3]]) -> usize {
                             continue;
                         }
                         seen[u] = t as u32;
-                        let other = triangles[u];
-                        if tri.iter().any(|v| other.contains(v)) {
-                            continue;
-                        }
-                        let (lo2, hi2) = boxes[u];
-                        if lo.cmpgt(hi2).any() || lo2.cmpgt(*hi).any() {
-                            continue;
-                        }
-                        if triangles_intersect(
-                            tri.map(|i| x[i as usize]),
-                            other.map(|i| x[i as usize]),
-                        ) {
-                            count += 1;
-                        }
+                        count += usize::from(intersect(t, u));
                     }
                 }
             }
         }
+    }
+    for (n, &b) in big.iter().enumerate() {
+        // Against every small triangle, and against the big ones after it.
+        count += small.iter().filter(|&&u| intersect(b, u)).count();
+        count += big[n + 1..].iter().filter(|&&u| intersect(b, u)).count();
     }
     count
 }
@@ -281,6 +292,23 @@ mod tests {
         );
         // Sharing a vertex excludes the pair.
         assert_eq!(count_self_intersections(&x, &[[0, 1, 2], [0, 4, 5]]), 0);
+    }
+
+    /// Regression (review): one huge triangle among small ones filled the grid with millions of
+    /// cells. It is now tested by bounding box, and still found.
+    #[test]
+    fn huge_triangle_among_small_ones() {
+        let mut grid = crate::shapes::grid_cloth(1.0, 20, 0.0);
+        let base = grid.positions.len() as u32;
+        grid.positions.extend([
+            Vec3::new(0.013, -500.0, -500.0),
+            Vec3::new(0.013, 500.0, -500.0),
+            Vec3::new(0.013, 0.0, 1000.0),
+        ]);
+        grid.indices.push([base, base + 1, base + 2]);
+        let n = count_self_intersections(&grid.positions, &grid.indices);
+        // The plane x = 0.013 crosses one column of the cloth's cells: each crossed triangle counts.
+        assert!(n > 0 && n < 100, "{n}");
     }
 
     #[test]

@@ -95,6 +95,9 @@ fn standard_scene_has_no_penetrations_in_any_frame() {
     let loaded = LoadedScene::load(&scene).unwrap();
     assert_eq!(loaded.proxy_vertices(), 64 * 64);
     assert_eq!(loaded.scene.timeline.frame_count(), 60);
+    // The penetration count means something only for a closed body.
+    let body = drape::collide::BodyCollider::new(loaded.body.as_ref().unwrap()).unwrap();
+    assert!(body.is_closed());
     let result = bake(&loaded, &BakeOptions::default()).unwrap();
     let stats = &result.stats;
     assert_eq!(stats.per_frame.len(), 60);
