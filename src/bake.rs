@@ -126,6 +126,12 @@ impl LoadedScene {
             let file = Scene::resolve(path, &spec.path);
             let render = load_mesh(&file, spec.mesh.as_deref())?;
             let welded = weld(&render, spec.weld_tolerance_m);
+            if welded.mesh.indices.is_empty() {
+                return Err(BakeError::Mesh {
+                    path: file,
+                    source: MeshError::AllDegenerate(spec.name.clone()),
+                });
+            }
             welded.mesh.validate().map_err(|source| BakeError::Mesh {
                 path: file.clone(),
                 source,

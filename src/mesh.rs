@@ -70,7 +70,21 @@ pub enum MeshError {
     /// Every triangle has zero area.
     #[error("mesh '{0}': every triangle has zero area; check the export scale")]
     AllDegenerate(String),
+    /// A coordinate is too large to be a garment or a body in metres.
+    #[error("mesh '{name}': vertex {vertex} lies {distance_m:.3e} m from the origin; Drape works in metres (is the file in millimetres, or is a vertex broken?)")]
+    TooFar {
+        /// Mesh name.
+        name: String,
+        /// Vertex number.
+        vertex: usize,
+        /// Its distance from the origin (m).
+        distance_m: Real,
+    },
 }
+
+/// Largest distance from the origin a mesh vertex may have (m); beyond it areas and lengths
+/// lose their precision in single precision, or overflow.
+pub const MAX_COORDINATE_M: Real = 1.0e5;
 
 impl Mesh {
     /// Creates a mesh from positions and triangles, with no normals or UVs.
@@ -111,6 +125,17 @@ impl Mesh {
             return Err(MeshError::NonFinite {
                 name: self.name.clone(),
                 vertex: v,
+            });
+        }
+        if let Some(v) = self
+            .positions
+            .iter()
+            .position(|p| p.abs().max_element() > MAX_COORDINATE_M)
+        {
+            return Err(MeshError::TooFar {
+                name: self.name.clone(),
+                vertex: v,
+                distance_m: self.positions[v].length(),
             });
         }
         let check = |attribute: &'static str, got: usize| {
@@ -579,6 +604,12 @@ mod tests {
         m.indices.push([0, 1, 99]);
         let err = m.validate().unwrap_err();
         assert!(err.to_string().contains("vertex 99"));
+        let mut far = seamed_square();
+        far.positions[2].x = 1.0e30;
+        assert!(matches!(
+            far.validate(),
+            Err(MeshError::TooFar { vertex: 2, .. })
+        ));
         assert!(Mesh::new("e", vec![], vec![]).validate().is_err());
     }
 }

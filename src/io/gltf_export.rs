@@ -216,11 +216,12 @@ pub fn write_bake_glb(path: &Path, bake: &BakeExport) -> Result<(), GltfExportEr
     check_size(path, estimate)?;
 
     let mut b = Builder::with_capacity(estimate);
-    let base_normals = garment.vertex_normals_for(&garment.positions);
+    let seams = SeamNormals::new(garment);
+    let base_normals = seams.normals(&garment.positions);
     let mut primitive = b.static_primitive(garment, &base_normals);
     let mut targets = Vec::with_capacity(frames.len());
     for frame in frames {
-        let normals = garment.vertex_normals_for(frame);
+        let normals = seams.normals(frame);
         let dx = b.vec3(
             frame.iter().zip(&garment.positions).map(|(x, x0)| *x - *x0),
             n,
@@ -299,6 +300,33 @@ fn check_mesh(path: &Path, m: &Mesh) -> Result<(), GltfExportError> {
 }
 
 /// Unit normals of a validated mesh: its own, renormalised, or computed when absent.
+/// Vertex normals that are smooth across UV seams: computed on the mesh welded by rest position,
+/// then copied to every duplicate, so a seam never shows as a shading crease.
+struct SeamNormals {
+    welded: crate::mesh::Welded,
+}
+
+impl SeamNormals {
+    /// Vertices of the rest pose closer than this share a normal (m).
+    const TOLERANCE_M: f32 = 1.0e-6;
+
+    fn new(mesh: &Mesh) -> Self {
+        Self {
+            welded: crate::mesh::weld(mesh, Self::TOLERANCE_M),
+        }
+    }
+
+    fn normals(&self, positions: &[Vec3]) -> Vec<Vec3> {
+        let map = &self.welded.original_to_welded;
+        let mut welded = vec![Vec3::ZERO; self.welded.mesh.positions.len()];
+        for (i, &w) in map.iter().enumerate() {
+            welded[w as usize] = positions[i];
+        }
+        let n = self.welded.mesh.vertex_normals_for(&welded);
+        map.iter().map(|&w| n[w as usize]).collect()
+    }
+}
+
 fn unit_normals(m: &Mesh) -> Vec<Vec3> {
     match &m.normals {
         Some(ns) => ns
@@ -544,6 +572,30 @@ impl Builder {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Regression (review): normals were computed on the unwelded render mesh, so every UV
+    /// seam showed as a crease in every frame.
+    #[test]
+    fn seam_duplicates_share_one_normal() {
+        // Two triangles folded along the x axis, the fold vertices duplicated as a seam.
+        let m = Mesh::new(
+            "fold",
+            vec![
+                Vec3::new(0.0, 0.0, 0.0),
+                Vec3::new(1.0, 0.0, 0.0),
+                Vec3::new(0.5, 0.0, 1.0),
+                Vec3::new(0.0, 0.0, 0.0),
+                Vec3::new(1.0, 0.0, 0.0),
+                Vec3::new(0.5, 1.0, -0.2),
+            ],
+            vec![[0, 1, 2], [4, 3, 5]],
+        );
+        let n = SeamNormals::new(&m).normals(&m.positions);
+        assert!((n[0] - n[3]).length() < 1e-6 && (n[1] - n[4]).length() < 1e-6);
+        // Unwelded, the duplicates disagree: that was the crease.
+        let raw = m.vertex_normals_for(&m.positions);
+        assert!((raw[0] - raw[3]).length() > 0.1);
+    }
 
     fn quad() -> Mesh {
         Mesh::new(
