@@ -27,7 +27,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::constraints::{shear_rest_inverse, Bend, Distance, EdgeGraph, Shear, Tether};
-use crate::math::{triangle_area, Real, Vec3};
+use crate::math::{triangle_area, Real, Vec3, DEGENERATE_AREA_M2};
 use crate::mesh::{Mesh, Topology};
 
 /// A fabric's physical properties, in SI units.
@@ -257,7 +257,7 @@ pub fn build_cloth(mesh: &Mesh, topology: &Topology, fabric: &Fabric) -> ClothCo
         let rest = tri.map(|i| x[i as usize]);
         let warp = warp_direction(mesh, *tri);
         match shear_rest_inverse(rest, warp) {
-            Some(rest_inverse) if areas[t] > 0.0 => shear.push(Shear {
+            Some(rest_inverse) if areas[t] >= DEGENERATE_AREA_M2 => shear.push(Shear {
                 particles: *tri,
                 rest_inverse,
                 compliance_per_n_m: 1.0 / (fabric.shear_n_per_m * areas[t]),

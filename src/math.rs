@@ -19,6 +19,11 @@ pub const DEGENERATE_LENGTH_SQ: Real = 1.0e-12;
 /// Squared length of a triangle's doubled area vector below which the triangle is degenerate (m⁴).
 pub const DEGENERATE_AREA2_SQ: Real = 1.0e-20;
 
+/// Area below which a triangle is degenerate (m²): the same threshold as
+/// [`DEGENERATE_AREA2_SQ`], `sqrt(1e-20) / 2`. The quality report, the constraint builder and
+/// the solver all use it, so every triangle the solver skips is reported.
+pub const DEGENERATE_AREA_M2: Real = 5.0e-11;
+
 /// Area of the triangle `a b c` (m²).
 #[inline]
 pub fn triangle_area(a: Vec3, b: Vec3, c: Vec3) -> Real {

@@ -12,7 +12,7 @@
 
 use std::collections::HashMap;
 
-use crate::math::{triangle_area, Real, Vec2, Vec3};
+use crate::math::{triangle_area, Real, Vec2, Vec3, DEGENERATE_AREA_M2};
 
 /// An indexed triangle mesh, in metres.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -428,8 +428,10 @@ pub struct QualityIssue {
 /// Counts of the defects that matter for cloth simulation.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct QualityReport {
-    /// Triangles whose area is below `1e-12` m² (about a micrometre square).
+    /// Triangles whose area is below [`DEGENERATE_AREA_M2`] (5e-11 m²); the solver skips them.
     pub zero_area_triangles: usize,
+    /// Used vertices whose every triangle has zero area: they get no mass and stay in place.
+    pub massless_vertices: usize,
     /// Edges shared by three or more triangles.
     pub non_manifold_edges: usize,
     /// Vertices at the same position as an earlier vertex (seam duplicates, before welding).
@@ -447,17 +449,18 @@ impl QualityReport {
     pub fn new(mesh: &Mesh, weld_tolerance_m: Real) -> Self {
         let topo = Topology::new(mesh);
         let mut used = vec![false; mesh.positions.len()];
+        let mut has_area = vec![false; mesh.positions.len()];
         let mut zero = 0;
         let mut min_area = Real::INFINITY;
         for tri in &mesh.indices {
             let [a, b, c] = tri.map(|i| mesh.positions[i as usize]);
             let area = triangle_area(a, b, c);
             min_area = min_area.min(area);
-            if area < 1.0e-12 {
-                zero += 1;
-            }
+            let degenerate = area < DEGENERATE_AREA_M2;
+            zero += usize::from(degenerate);
             for &i in tri {
                 used[i as usize] = true;
+                has_area[i as usize] |= !degenerate;
             }
         }
         Self {
@@ -465,6 +468,11 @@ impl QualityReport {
             non_manifold_edges: topo.non_manifold_edges.len(),
             duplicate_vertices: weld(mesh, weld_tolerance_m).merged,
             unused_vertices: used.iter().filter(|u| !**u).count(),
+            massless_vertices: used
+                .iter()
+                .zip(&has_area)
+                .filter(|(u, a)| **u && !**a)
+                .count(),
             boundary_edges: topo.boundary_edges.len(),
             min_triangle_area_m2: if min_area.is_finite() { min_area } else { 0.0 },
         }
@@ -509,6 +517,16 @@ impl QualityReport {
                 format!(
                     "mesh '{mesh_name}': {} duplicate vertices (UV seams) were welded",
                     self.duplicate_vertices
+                ),
+            );
+        }
+        if self.massless_vertices > 0 {
+            push(
+                Severity::Warning,
+                format!(
+                    "mesh '{mesh_name}': {} vertices touch only zero-area triangles; they have no \
+                     mass and stay where they are",
+                    self.massless_vertices
                 ),
             );
         }
@@ -590,12 +608,29 @@ mod tests {
         let w = weld(&m, 1e-5).mesh;
         let q = QualityReport::new(&w, 1e-5);
         assert_eq!(q.zero_area_triangles, 1);
+        assert_eq!(
+            q.massless_vertices, 1,
+            "the sliver's apex has no other triangle"
+        );
         assert_eq!(q.non_manifold_edges, 1);
         let q0 = QualityReport::new(&m, 1e-5);
         assert_eq!(q0.duplicate_vertices, 2);
         let issues = q.issues("square", w.indices.len());
         assert!(issues.iter().all(|i| i.severity == Severity::Warning));
         assert!(issues.iter().any(|i| i.message.contains("zero area")));
+    }
+
+    #[test]
+    fn vertex_of_only_zero_area_triangles_is_reported_massless() {
+        let mut m = seamed_square();
+        // A sliver whose apex lies on the diagonal: that apex has no other triangle.
+        m.positions.push(Vec3::new(0.5, 0.0, 0.5));
+        m.indices.push([0, 2, 6]);
+        let w = weld(&m, 1e-5).mesh;
+        let q = QualityReport::new(&w, 1e-5);
+        assert_eq!(q.massless_vertices, 1);
+        let issues = q.issues("square", w.indices.len());
+        assert!(issues.iter().any(|i| i.message.contains("no mass")));
     }
 
     #[test]
