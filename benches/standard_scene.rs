@@ -5,6 +5,10 @@
 //! frame the solver is rebuilt (untimed), so the figure is the mean over the whole drape, impact
 //! and rest included. Before timing, one full bake prints its max stretch.
 //!
+//! A second group, `collider_update`, poses CesiumMan (`../shared/data/khronos/CesiumMan.glb`,
+//! 3273 vertices) and moves the body collider there: by refitting parry3d's BVH in place
+//! (what the solver does every substep) or by rebuilding the collider from scratch.
+//!
 //! Run: `cargo bench --bench standard_scene`.
 
 use std::time::{Duration, Instant};
@@ -26,11 +30,8 @@ fn load(n: u32, dir: &std::path::Path) -> LoadedScene {
 }
 
 fn solver(loaded: &LoadedScene) -> Solver {
-    let (model, _) = loaded.build_model();
-    let body = loaded
-        .body
-        .as_ref()
-        .map(|m| BodyCollider::new(m).expect("collider"));
+    let body = loaded.body_collider().expect("collider");
+    let (model, _) = loaded.build_model(body.as_ref());
     Solver::new(loaded.scene.solver.clone(), model, body).expect("solver")
 }
 
@@ -72,5 +73,42 @@ fn standard_scene(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, standard_scene);
+fn collider_update(c: &mut Criterion) {
+    use drape::body::{Playback, Rig};
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/data/khronos/CesiumMan.glb");
+    let rig = Rig::load(&path, None).expect("CesiumMan");
+    let poses: Vec<Vec<_>> = (0..48)
+        .map(|k| {
+            let mut out = Vec::new();
+            rig.skin(&rig.sample(0, k as f64 / 24.0, Playback::Loop), &mut out);
+            out
+        })
+        .collect();
+    let mut group = c.benchmark_group("collider_update");
+    let mut k = 0;
+    group.bench_function("skin", |b| {
+        let mut out = Vec::new();
+        b.iter(|| {
+            k = (k + 1) % poses.len();
+            rig.skin(&rig.sample(0, k as f64 / 24.0, Playback::Loop), &mut out);
+        })
+    });
+    let mut collider = BodyCollider::new(rig.rest_mesh()).expect("collider");
+    group.bench_function("refit", |b| {
+        b.iter(|| {
+            k = (k + 1) % poses.len();
+            collider.set_pose(&poses[k]).expect("pose");
+        })
+    });
+    group.bench_function("rebuild", |b| {
+        b.iter(|| {
+            k = (k + 1) % poses.len();
+            collider.rebuild_at_pose(&poses[k]).expect("pose");
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, standard_scene, collider_update);
 criterion_main!(benches);

@@ -8,16 +8,18 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
 
+use crate::body::{BodyError, Playback, Pose, Rig};
 use crate::collide::{measure_penetrations, BodyCollider, ColliderError};
 use crate::constraints::Attachment;
 use crate::io::gltf_import::{load_mesh, GltfImportError};
 use crate::material::{build_cloth, build_tethers, Fabric};
 use crate::math::{Real, Vec3};
 use crate::mesh::{weld, Mesh, MeshError, QualityReport, Severity, Topology, Welded};
-use crate::scene::{GarmentSpec, Pins, Scene, SceneError};
-use crate::sim::{ClothModel, Pin, SimError, Solver};
+use crate::scene::{GarmentSpec, PinTarget, Pins, Scene, SceneError, AUTO_BIND_DISTANCE_M};
+use crate::sim::{Anchored, BodyBinding, BodyMotion, ClothModel, Pin, SimError, Solver};
 use crate::stats::{
     count_self_intersections, edge_stretch, ConstraintCounts, FrameStats, StageMs, Stats,
 };
@@ -31,6 +33,9 @@ pub enum BakeError {
     /// A glTF file could not be read.
     #[error(transparent)]
     Import(#[from] GltfImportError),
+    /// The body's rig or animation could not be read.
+    #[error(transparent)]
+    Body(#[from] BodyError),
     /// A mesh cannot be simulated.
     #[error("{path}: {source}")]
     Mesh {
@@ -88,6 +93,101 @@ pub struct LoadedGarment {
     pub soft_pins: Vec<(u32, Real)>,
 }
 
+/// The body, read from its glTF file.
+#[derive(Clone, Debug)]
+pub struct LoadedBody {
+    /// The glTF file.
+    pub path: PathBuf,
+    /// Its rig: meshes, skins, nodes and animations.
+    pub rig: Arc<Rig>,
+    /// The animation played, if the file has one.
+    pub animation: Option<usize>,
+    /// Looping or clamped playback.
+    pub playback: Playback,
+}
+
+impl LoadedBody {
+    /// The body mesh at its rest pose (m): the collider's shape before any animation, and the
+    /// pose garments are fitted to.
+    pub fn mesh(&self) -> &Mesh {
+        self.rig.rest_mesh()
+    }
+
+    /// The played animation's time range `(start, end)` (s).
+    pub fn animation_range_s(&self) -> Option<(f64, f64)> {
+        let a = self.rig.animations().get(self.animation?)?;
+        Some((a.start_s, a.end_s))
+    }
+
+    /// The body's clock for a bake with `preroll_s` seconds of settling.
+    pub fn clock(&self, preroll_s: f64) -> BodyClock {
+        let rest = self.rig.rest_pose();
+        let first = match self.animation_range_s() {
+            Some((start, _)) => self
+                .rig
+                .sample(self.animation.unwrap_or(0), start, self.playback),
+            None => rest.clone(),
+        };
+        BodyClock {
+            rig: self.rig.clone(),
+            animation: self.animation,
+            playback: self.playback,
+            animation_start_s: self.animation_range_s().map_or(0.0, |r| r.0),
+            preroll_s,
+            rest,
+            first,
+        }
+    }
+}
+
+/// Maps simulated time to the body's pose.
+///
+/// Simulated time starts at 0 with the pre-roll: during its `preroll_s` seconds the body blends
+/// (smoothstep) from its rest pose, which the garments are fitted to, into the animation's
+/// first pose; then the animation plays from its start, so timeline frame `k` (counted from
+/// the first exported frame) is animation time `start + k/fps`.
+#[derive(Clone, Debug)]
+pub struct BodyClock {
+    rig: Arc<Rig>,
+    animation: Option<usize>,
+    playback: Playback,
+    animation_start_s: f64,
+    preroll_s: f64,
+    rest: Pose,
+    first: Pose,
+}
+
+impl BodyClock {
+    /// The pose at simulated time `time_s` (s).
+    pub fn pose(&self, time_s: f64) -> Pose {
+        if time_s < self.preroll_s {
+            let s = (time_s / self.preroll_s).clamp(0.0, 1.0) as Real;
+            let s = s * s * (3.0 - 2.0 * s);
+            return Rig::blend(&self.rest, &self.first, s);
+        }
+        match self.animation {
+            Some(a) => self.rig.sample(
+                a,
+                self.animation_start_s + (time_s - self.preroll_s),
+                self.playback,
+            ),
+            None => self.first.clone(),
+        }
+    }
+
+    /// The rig.
+    pub fn rig(&self) -> &Rig {
+        &self.rig
+    }
+}
+
+impl BodyMotion for BodyClock {
+    fn pose_at(&mut self, time_s: f64, out: &mut Vec<Vec3>) {
+        let pose = self.pose(time_s);
+        self.rig.skin(&pose, out);
+    }
+}
+
 /// A scene with all its files read.
 #[derive(Clone, Debug)]
 pub struct LoadedScene {
@@ -95,8 +195,8 @@ pub struct LoadedScene {
     pub path: PathBuf,
     /// The scene.
     pub scene: Scene,
-    /// The body mesh, if the scene has one.
-    pub body: Option<Mesh>,
+    /// The body, if the scene has one.
+    pub body: Option<LoadedBody>,
     /// The garments.
     pub garments: Vec<LoadedGarment>,
     /// Mesh quality warnings, each naming the mesh.
@@ -117,7 +217,18 @@ impl LoadedScene {
         let body = match &scene.body {
             Some(b) => {
                 let file = Scene::resolve(path, &b.path);
-                Some(load_mesh(&file, b.mesh.as_deref())?)
+                let rig = Rig::load(&file, b.mesh.as_deref())?;
+                warnings.extend(rig.warnings().iter().cloned());
+                let animation = match &b.animation {
+                    Some(r) => Some(rig.find_animation(r)?),
+                    None => (!rig.animations().is_empty()).then_some(0),
+                };
+                Some(LoadedBody {
+                    path: file,
+                    rig: Arc::new(rig),
+                    animation,
+                    playback: b.playback,
+                })
             }
             None => None,
         };
@@ -214,9 +325,34 @@ impl LoadedScene {
         out
     }
 
+    /// Frames to bake: the timeline's range, or the body animation's when it has no end frame.
+    pub fn frame_count(&self) -> u32 {
+        let animation_s = self
+            .body
+            .as_ref()
+            .and_then(|b| b.animation_range_s())
+            .map(|(a, b)| b - a);
+        self.scene.timeline.frame_count(animation_s)
+    }
+
+    /// The collider for the body at its rest pose, if the scene has a body.
+    pub fn body_collider(&self) -> Result<Option<BodyCollider>, BakeError> {
+        self.body
+            .as_ref()
+            .map(|b| {
+                BodyCollider::new(b.mesh()).map_err(|source| BakeError::Collider {
+                    path: b.path.clone(),
+                    source,
+                })
+            })
+            .transpose()
+    }
+
     /// Builds the solver model: every garment's particles, constraints and pins, one after the
-    /// other. Returns the model and each garment's first particle index.
-    pub fn build_model(&self) -> (ClothModel, Vec<u32>) {
+    /// other, with pins bound to the body surface as each garment's [`PinTarget`] says.
+    /// `body` is the body's collider at its rest pose. Returns the model and each garment's
+    /// first particle index.
+    pub fn build_model(&self, body: Option<&BodyCollider>) -> (ClothModel, Vec<u32>) {
         let mut model = ClothModel::default();
         let mut offsets = Vec::new();
         for g in &self.garments {
@@ -257,17 +393,43 @@ impl LoadedScene {
                     t
                 }));
             }
-            model
-                .attach
-                .extend(g.soft_pins.iter().map(|&(i, alpha)| Attachment {
+            let bind = |p: Vec3| -> Option<crate::collide::SurfaceAnchor> {
+                let body = body?;
+                match g.spec.pin_target {
+                    PinTarget::World => None,
+                    PinTarget::Body => Some(body.anchor(p)),
+                    PinTarget::Auto => (body.closest(p).signed_distance_m.abs()
+                        <= AUTO_BIND_DISTANCE_M)
+                        .then(|| body.anchor(p)),
+                }
+            };
+            for &(i, alpha) in &g.soft_pins {
+                let target_m = g.welded.mesh.positions[i as usize];
+                if let Some(anchor) = bind(target_m) {
+                    model.body_bindings.push(BodyBinding {
+                        target: Anchored::Attachment(model.attach.len() as u32),
+                        anchor,
+                    });
+                }
+                model.attach.push(Attachment {
                     particle: i + base,
-                    target_m: g.welded.mesh.positions[i as usize],
+                    target_m,
                     compliance_m_per_n: alpha,
-                }));
-            model.pins.extend(g.pinned.iter().map(|&i| Pin {
-                particle: i + base,
-                target_m: g.welded.mesh.positions[i as usize],
-            }));
+                });
+            }
+            for &i in &g.pinned {
+                let target_m = g.welded.mesh.positions[i as usize];
+                if let Some(anchor) = bind(target_m) {
+                    model.body_bindings.push(BodyBinding {
+                        target: Anchored::Pin(model.pins.len() as u32),
+                        anchor,
+                    });
+                }
+                model.pins.push(Pin {
+                    particle: i + base,
+                    target_m,
+                });
+            }
         }
         (model, offsets)
     }
@@ -363,7 +525,8 @@ pub struct BakeOptions<'a> {
 pub struct BakeResult {
     /// The exported mesh: all garments' render meshes merged, rest pose.
     pub render_mesh: Mesh,
-    /// Render positions per baked frame (m); frame 0 is the rest pose at time 0.
+    /// Render positions per baked frame (m); frame 0 is the garment after the pre-roll (the rest
+    /// pose without one), with the body at the start of its animation.
     pub frames: Vec<Vec<Vec3>>,
     /// Frames per second.
     pub fps: Real,
@@ -373,6 +536,8 @@ pub struct BakeResult {
     pub stats: Stats,
     /// Whether the bake was cancelled before the end of the range.
     pub cancelled: bool,
+    /// The body's pose at each baked frame (empty without a body), for export.
+    pub body_poses: Vec<Pose>,
 }
 
 /// Bakes a loaded scene.
@@ -382,22 +547,10 @@ pub fn bake(loaded: &LoadedScene, options: &BakeOptions) -> Result<BakeResult, B
     let fps = scene.timeline.fps;
     let total = options
         .frames
-        .unwrap_or_else(|| scene.timeline.frame_count())
+        .unwrap_or_else(|| loaded.frame_count())
         .clamp(1, crate::scene::MAX_FRAMES) as usize;
-    let body = match &loaded.body {
-        Some(m) => Some(BodyCollider::new(m).map_err(|source| {
-            BakeError::Collider {
-                path: scene
-                    .body
-                    .as_ref()
-                    .map(|b| Scene::resolve(&loaded.path, &b.path))
-                    .unwrap_or_default(),
-                source,
-            }
-        })?),
-        None => None,
-    };
-    let (model, offsets) = loaded.build_model();
+    let body = loaded.body_collider()?;
+    let (model, offsets) = loaded.build_model(body.as_ref());
     let counts = ConstraintCounts {
         stretch: model.stretch.len(),
         shear: model.shear.len(),
@@ -413,6 +566,32 @@ pub fn bake(loaded: &LoadedScene, options: &BakeOptions) -> Result<BakeResult, B
     };
     let mut solver =
         Solver::new(scene.solver.clone(), model, body).map_err(|e| sim_err(start_frame, e))?;
+    let dt = 1.0 / fps;
+    let preroll = scene.timeline.preroll_frames;
+    let clock = loaded
+        .body
+        .as_ref()
+        .map(|b| b.clock(preroll as f64 * dt as f64));
+    if let Some(clock) = &clock {
+        if clock.rig().is_animated() || preroll > 0 {
+            solver
+                .set_body_motion(Box::new(clock.clone()))
+                .map_err(|e| sim_err(start_frame, e))?;
+        }
+    }
+    // Pre-roll: settle the garment while the body blends into its first pose.
+    let mut warnings = loaded.warnings.clone();
+    let mut settle_rollbacks = 0;
+    if preroll > 0 {
+        solver.set_settling(Some(scene.timeline.settle_push_speed_m_per_s));
+        for k in 0..preroll {
+            let frame = start_frame.saturating_sub((preroll - k) as i32);
+            let r = solver.step_frame(dt).map_err(|e| sim_err(frame, e))?;
+            settle_rollbacks += r.rollbacks;
+        }
+        solver.set_settling(None);
+    }
+    let mut body_poses = Vec::new();
     // The measured triangles: every garment's simulation mesh, in solver numbering.
     let sim_triangles: Vec<[u32; 3]> = loaded
         .garments
@@ -449,12 +628,16 @@ pub fn bake(loaded: &LoadedScene, options: &BakeOptions) -> Result<BakeResult, B
             crate::sim::FrameReport::default()
         } else {
             let t = Instant::now();
-            let r = solver
-                .step_frame(1.0 / fps)
-                .map_err(|e| sim_err(frame, e))?;
+            let r = solver.step_frame(dt).map_err(|e| sim_err(frame, e))?;
             sim_seconds += t.elapsed().as_secs_f64();
             r
         };
+        warnings.extend(
+            (report.rollback_reasons.iter()).map(|r| format!("frame {frame}: rolled back at {r}")),
+        );
+        if let Some(clock) = &clock {
+            body_poses.push(clock.pose(solver.time_s()));
+        }
         let x = &solver.particles().x;
         let render = render_of(x);
         let (max_stretch, mean_stretch) = edge_stretch(
@@ -512,7 +695,9 @@ pub fn bake(loaded: &LoadedScene, options: &BakeOptions) -> Result<BakeResult, B
             velocities: ms(times.velocities),
             check: ms(times.check),
         },
-        warnings: loaded.warnings.clone(),
+        warnings,
+        preroll_frames: preroll,
+        settle_rollbacks,
         per_frame,
         summary: Default::default(),
     };
@@ -524,5 +709,6 @@ pub fn bake(loaded: &LoadedScene, options: &BakeOptions) -> Result<BakeResult, B
         start_frame,
         stats,
         cancelled,
+        body_poses,
     })
 }

@@ -10,9 +10,11 @@
 #![warn(missing_docs)]
 
 pub mod bake;
+pub mod body;
 pub mod collide;
 pub mod constraints;
 pub mod demo;
+pub mod fit;
 pub mod io;
 pub mod material;
 pub mod math;

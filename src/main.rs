@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand, ValueEnum};
 use drape::bake::{bake, BakeOptions, BakeResult, LoadedScene};
 use drape::demo::{write_demo, DemoScene};
-use drape::io::gltf_export::{write_bake_glb, BakeExport};
+use drape::io::gltf_export::{write_bake_glb, BakeExport, BodyExport};
 
 /// Drape: garment simulation (XPBD) on characters, baked to glTF and point caches.
 #[derive(Parser)]
@@ -178,13 +178,25 @@ fn write_outputs(
     pc2: Option<&Path>,
     mdd: Option<&Path>,
 ) -> Result<(), String> {
+    // The skinned, animated body when the rig moves and the bake recorded its poses (one per
+    // frame); else the body's rest mesh, static.
+    let body = loaded.body.as_ref().map(|b| {
+        if b.rig.is_animated() && !result.body_poses.is_empty() {
+            BodyExport::Animated {
+                rig: &b.rig,
+                poses: &result.body_poses,
+            }
+        } else {
+            BodyExport::Static(b.mesh())
+        }
+    });
     write_bake_glb(
         out,
         &BakeExport {
             garment: &result.render_mesh,
             frames: &result.frames,
             fps: result.fps,
-            body: loaded.body.as_ref(),
+            body,
         },
     )
     .map_err(|e| e.to_string())?;

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::body::{AnimationRef, Playback};
 use crate::material::{builtin_fabric, Fabric, DEFAULT_FABRIC};
 use crate::math::Real;
 use crate::sim::SolverSettings;
@@ -51,14 +52,19 @@ impl Default for Scene {
     }
 }
 
-/// The body: a glTF mesh used as a collider.
+/// The body: a glTF character (skinned and animated, or static) used as a collider.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct BodySpec {
     /// glTF file, relative to the scene file.
     pub path: PathBuf,
-    /// Mesh name inside the file; `None` takes the only mesh.
+    /// Mesh name inside the file; `None` takes every mesh of the file's scene.
     pub mesh: Option<String>,
+    /// The animation to play, by name or index; `None` plays the file's first animation (if
+    /// any).
+    pub animation: Option<AnimationRef>,
+    /// What happens past the animation's end: `Loop` repeats it, `Clamp` holds the last pose.
+    pub playback: Playback,
 }
 
 impl Default for BodySpec {
@@ -66,9 +72,27 @@ impl Default for BodySpec {
         Self {
             path: PathBuf::from("body.glb"),
             mesh: None,
+            animation: None,
+            playback: Playback::Loop,
         }
     }
 }
+
+/// Where pin targets live.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum PinTarget {
+    /// On the body surface when the pinned vertex is within [`AUTO_BIND_DISTANCE_M`] of it
+    /// (so the pin follows the character), else fixed in world space.
+    #[default]
+    Auto,
+    /// Always on the closest point of the body surface (the pins follow the character).
+    Body,
+    /// Fixed in world space, at the vertex's rest position.
+    World,
+}
+
+/// Pins closer than this to the body surface are bound to it under [`PinTarget::Auto`] (m).
+pub const AUTO_BIND_DISTANCE_M: Real = 0.05;
 
 /// Which garment vertices are hard-pinned (held at their rest position).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -121,6 +145,8 @@ pub struct GarmentSpec {
     pub pins: Pins,
     /// Vertices closer than this are welded into one (m).
     pub weld_tolerance_m: Real,
+    /// Where the pin targets live: on the body (following it) or in world space.
+    pub pin_target: PinTarget,
 }
 
 impl Default for GarmentSpec {
@@ -133,6 +159,7 @@ impl Default for GarmentSpec {
             fabric_override: None,
             pins: Pins::None,
             weld_tolerance_m: 1.0e-5,
+            pin_target: PinTarget::Auto,
         }
     }
 }
@@ -151,15 +178,43 @@ impl GarmentSpec {
 }
 
 /// Frame rate and range.
+///
+/// The first frame is the garment at rest (after the pre-roll, if any) with the body at the
+/// start of its animation; each further frame advances `1/fps` seconds of animation.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Timeline {
     /// Frames per second (1/s).
     pub fps: Real,
-    /// First frame: the rest pose, at time 0.
+    /// First frame.
     pub start_frame: i32,
-    /// Last frame, inclusive: the bake has `end_frame − start_frame + 1` frames.
-    pub end_frame: i32,
+    /// Last frame, inclusive: the bake has `end_frame − start_frame + 1` frames. `None` takes
+    /// the body animation's range (or [`DEFAULT_FRAMES`] frames without an animation).
+    #[serde(deserialize_with = "frame_or_none")]
+    pub end_frame: Option<i32>,
+    /// Settle frames simulated before the first frame and not exported: the body blends from
+    /// its rest pose into the animation's first pose, and a garment placed slightly inside the
+    /// body is pushed out gently (see [`crate::sim::Solver::set_settling`]).
+    pub preroll_frames: u32,
+    /// While settling, how fast a body contact may push a particle out (m/s).
+    pub settle_push_speed_m_per_s: Real,
+}
+
+/// Frames baked without an end frame and without a body animation.
+pub const DEFAULT_FRAMES: u32 = 60;
+
+/// Reads `end_frame` as `60`, `Some(60)` or `None` (older scenes wrote a plain number).
+fn frame_or_none<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<i32>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum FrameOrNone {
+        Plain(i32),
+        Optional(Option<i32>),
+    }
+    Ok(match FrameOrNone::deserialize(d)? {
+        FrameOrNone::Plain(f) => Some(f),
+        FrameOrNone::Optional(f) => f,
+    })
 }
 
 impl Default for Timeline {
@@ -167,16 +222,31 @@ impl Default for Timeline {
         Self {
             fps: 24.0,
             start_frame: 1,
-            end_frame: 60,
+            end_frame: None,
+            preroll_frames: 0,
+            settle_push_speed_m_per_s: 0.5,
         }
     }
 }
 
 impl Timeline {
-    /// Number of frames in the range (saturating; [`Scene::validate`] bounds it by
+    /// Number of frames in the range; `animation_s` is the body animation's length (s), used
+    /// when the end frame is not set (saturating; [`Scene::validate`] bounds it by
     /// [`MAX_FRAMES`]).
-    pub fn frame_count(&self) -> u32 {
-        (self.end_frame as i64 - self.start_frame as i64 + 1).clamp(0, u32::MAX as i64) as u32
+    pub fn frame_count(&self, animation_s: Option<f64>) -> u32 {
+        match self.end_frame {
+            Some(end) => {
+                (end as i64 - self.start_frame as i64 + 1).clamp(0, u32::MAX as i64) as u32
+            }
+            None => match animation_s {
+                // Frames at 0, 1/fps, …, up to and including the animation's end.
+                Some(len) if len.is_finite() && len > 0.0 => {
+                    ((len * self.fps as f64 + 1e-6).floor() as i64 + 1).clamp(1, MAX_FRAMES as i64)
+                        as u32
+                }
+                _ => DEFAULT_FRAMES,
+            },
+        }
     }
 }
 
@@ -303,10 +373,27 @@ impl Scene {
                 ),
             ));
         }
-        if t.end_frame < t.start_frame {
+        if let Some(end) = t.end_frame {
+            if end < t.start_frame {
+                return Err(field(
+                    "timeline.end_frame".into(),
+                    format!("{end} is before start_frame {}", t.start_frame),
+                ));
+            }
+        }
+        if t.preroll_frames > MAX_FRAMES {
             return Err(field(
-                "timeline.end_frame".into(),
-                format!("{} is before start_frame {}", t.end_frame, t.start_frame),
+                "timeline.preroll_frames".into(),
+                format!("{} is more than {MAX_FRAMES}", t.preroll_frames),
+            ));
+        }
+        if !(t.settle_push_speed_m_per_s.is_finite() && t.settle_push_speed_m_per_s > 0.0) {
+            return Err(field(
+                "timeline.settle_push_speed_m_per_s".into(),
+                format!(
+                    "{} must be a speed greater than 0 m/s",
+                    t.settle_push_speed_m_per_s
+                ),
             ));
         }
         self.solver

@@ -748,6 +748,35 @@ impl Default for SkirtParams {
 /// back to `u = 0`. Triangles face outward; normals are area-weighted. The mesh is named
 /// `"skirt"`.
 pub fn skirt(params: &SkirtParams) -> Garment {
+    let waist = Waist {
+        height_m: MANNEQUIN_WAIST_HEIGHT_M,
+        centre_x_m: 0.0,
+        centre_z_m: MANNEQUIN_WAIST_CENTRE_Z_M,
+        radius_x_m: MANNEQUIN_WAIST_RADIUS_X_M,
+        radius_z_m: MANNEQUIN_WAIST_RADIUS_Z_M,
+    };
+    skirt_around(params, &waist, &mannequin_sdf)
+}
+
+/// A horizontal waist ellipse (m): where a skirt's waistband starts.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Waist {
+    /// Height of the waistband (m).
+    pub height_m: Real,
+    /// Centre, x (m).
+    pub centre_x_m: Real,
+    /// Centre, z (m).
+    pub centre_z_m: Real,
+    /// Semi-axis along x (m).
+    pub radius_x_m: Real,
+    /// Semi-axis along z (m).
+    pub radius_z_m: Real,
+}
+
+/// A flared skirt hanging from `waist`, every ring grown until it clears the body by
+/// `params.clearance_m`, where `sdf` is the body's signed distance (m, negative inside).
+/// See [`skirt`] for the layout; the mesh is named `"skirt"`.
+pub fn skirt_around(params: &SkirtParams, waist: &Waist, sdf: &dyn Fn(Vec3) -> Real) -> Garment {
     let rings = params.rings.max(2);
     let segments = params.segments.max(3);
     let slope = params.flare_deg.clamp(0.0, 80.0).to_radians().tan();
@@ -760,9 +789,9 @@ pub fn skirt(params: &SkirtParams) -> Garment {
     let ring_at = |y: Real, offset: Real| {
         directions.iter().map(move |&(c, s)| {
             Vec3::new(
-                (MANNEQUIN_WAIST_RADIUS_X_M + offset) * c,
+                waist.centre_x_m + (waist.radius_x_m + offset) * c,
                 y,
-                MANNEQUIN_WAIST_CENTRE_Z_M + (MANNEQUIN_WAIST_RADIUS_Z_M + offset) * s,
+                waist.centre_z_m + (waist.radius_z_m + offset) * s,
             )
         })
     };
@@ -771,13 +800,13 @@ pub fn skirt(params: &SkirtParams) -> Garment {
     let mut uvs = Vec::with_capacity((rings * segments) as usize);
     let mut offset: Real = 0.0;
     for i in 0..rings {
-        let y = MANNEQUIN_WAIST_HEIGHT_M - dy * i as Real;
+        let y = waist.height_m - dy * i as Real;
         if i > 0 {
             offset += slope * dy;
         }
         // Grow in millimetre steps until the whole ring clears the body (at most a metre).
         for _ in 0..1000 {
-            if ring_at(y, offset).all(|p| mannequin_sdf(p) >= clearance) {
+            if ring_at(y, offset).all(|p| sdf(p) >= clearance) {
                 break;
             }
             offset += 0.001;

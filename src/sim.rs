@@ -38,7 +38,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::collide::{BodyCollider, Contact, ProximityCache};
+use crate::collide::{BodyCollider, ColliderError, Contact, ProximityCache, SurfaceAnchor};
 use crate::constraints::{
     friction_correction, solve_attachment, solve_bend, solve_contact, solve_distance, solve_shear,
     solve_tether, Attachment, Bend, Distance, Outcome, Shear, Tether,
@@ -75,6 +75,12 @@ pub struct SolverSettings {
     /// Slack of the long-range tethers from pinned vertices: a vertex may move up to
     /// `(1 + slack)` times its geodesic rest distance from its pin. Negative turns tethers off.
     pub tether_slack: Real,
+    /// A particle left deeper than this behind a body contact after the projection counts as a
+    /// failed substep (m). Not checked while settling.
+    pub failure_penetration_m: Real,
+    /// On a retry after a failure, particle speeds are limited to this (m/s) and non-finite
+    /// velocities are zeroed, so that one bad velocity cannot fail every retry.
+    pub max_speed_m_per_s: Real,
 }
 
 impl Default for SolverSettings {
@@ -88,6 +94,8 @@ impl Default for SolverSettings {
             failure_stretch: 1.0,
             max_retries: 3,
             tether_slack: 0.0,
+            failure_penetration_m: 0.02,
+            max_speed_m_per_s: 50.0,
         }
     }
 }
@@ -126,6 +134,15 @@ pub enum SimError {
         reason: String,
         /// Retries made.
         retries: u32,
+    },
+    /// The body could not be posed (a broken rig or animation).
+    #[error("the body cannot be posed at t = {time_s:.4} s: {source}")]
+    Body {
+        /// Simulation time (s).
+        time_s: f64,
+        /// What went wrong.
+        #[source]
+        source: ColliderError,
     },
 }
 
@@ -183,6 +200,18 @@ impl SolverSettings {
                     field,
                     v.to_string(),
                     "must be a finite number of at least 0",
+                );
+            }
+        }
+        for (field, v) in [
+            ("failure_penetration_m", self.failure_penetration_m),
+            ("max_speed_m_per_s", self.max_speed_m_per_s),
+        ] {
+            if !v.is_finite() || v <= 0.0 {
+                return bad(
+                    field,
+                    v.to_string(),
+                    "must be a finite number greater than 0",
                 );
             }
         }
@@ -281,6 +310,46 @@ pub struct ClothModel {
     pub pins: Vec<Pin>,
     /// Long-range tethers to pinned particles.
     pub tethers: Vec<Tether>,
+    /// Pins and soft attachments whose targets are bound to the body surface; their targets
+    /// follow the body at every substep.
+    pub body_bindings: Vec<BodyBinding>,
+}
+
+/// A boxed [`BodyMotion`], so that the solver can derive `Debug`.
+struct MotionBox(Box<dyn BodyMotion>);
+
+impl std::fmt::Debug for MotionBox {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("BodyMotion")
+    }
+}
+
+/// Which target a [`BodyBinding`] drives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Anchored {
+    /// A hard pin, by index into [`ClothModel::pins`].
+    Pin(u32),
+    /// A soft attachment, by index into [`ClothModel::attach`].
+    Attachment(u32),
+}
+
+/// A pin or attachment target bound to a point of the body surface.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BodyBinding {
+    /// The pin or attachment it drives.
+    pub target: Anchored,
+    /// The body surface point.
+    pub anchor: SurfaceAnchor,
+}
+
+/// The body's animation, as the solver sees it: vertex positions at any simulated time.
+///
+/// Called once per substep with the substep's end time, so the body moves smoothly through
+/// the frame instead of jumping to the frame's end pose.
+pub trait BodyMotion: Send {
+    /// Writes the body mesh's vertex positions (m) at simulated time `time_s` (s) into `out`
+    /// (one per vertex of the mesh the [`BodyCollider`] was built from).
+    fn pose_at(&mut self, time_s: f64, out: &mut Vec<Vec3>);
 }
 
 /// Time spent in each stage of the pipeline (see the module docs).
@@ -314,6 +383,8 @@ pub struct FrameReport {
     pub max_residual_m: Real,
     /// Contacts with the body in the last substep.
     pub contacts: usize,
+    /// Why substeps were rolled back, one line per rollback.
+    pub rollback_reasons: Vec<String>,
 }
 
 /// The XPBD solver.
@@ -323,6 +394,13 @@ pub struct Solver {
     particles: Particles,
     model: ClothModel,
     body: Option<BodyCollider>,
+    motion: Option<MotionBox>,
+    /// Body mesh vertices at the current pose (m).
+    body_positions: Vec<Vec3>,
+    /// Body mesh vertices at the start of the current substep (m), for rollback.
+    body_checkpoint: Vec<Vec3>,
+    /// Largest correction applied by one contact per substep while settling (m/s × h).
+    settle_push_m_per_s: Option<Real>,
     time_s: f64,
     // Scratch, reused every substep (no allocation in the loop once warm).
     lambda_stretch: Vec<Real>,
@@ -334,6 +412,8 @@ pub struct Solver {
     lambda_contact: Vec<Real>,
     proximity: ProximityCache,
     checkpoint: Particles,
+    /// Twice the rest area of each shear triangle (m²), for the inversion check.
+    rest_area2: Vec<Real>,
     times: StageTimes,
 }
 
@@ -353,7 +433,27 @@ fn sweep<T>(items: &[T], lambdas: &mut [Real], reverse: bool, f: impl FnMut((&T,
 enum SubstepFailure {
     NonFinite,
     Overstretched(Real),
+    Penetration(Real),
+    Inverted(usize),
+    Body(ColliderError),
 }
+
+impl SubstepFailure {
+    fn describe(&self) -> String {
+        match self {
+            Self::NonFinite => "non-finite positions or velocities".into(),
+            Self::Overstretched(s) => format!("an edge stretched by {:.0} %", s * 100.0),
+            Self::Penetration(d) => format!("a particle {:.1} mm inside the body", d * 1000.0),
+            Self::Inverted(n) => format!("{n} triangles turned inside out in one substep"),
+            Self::Body(e) => e.to_string(),
+        }
+    }
+}
+
+/// A triangle counts as inverted when its normal turns by more than 90° within one substep
+/// while it keeps at least this fraction of its area at both ends (a crumpled, near-degenerate
+/// triangle may flip harmlessly).
+const INVERSION_MIN_AREA_RATIO: Real = 0.25;
 
 impl Solver {
     /// Builds a solver; fails on invalid settings or constraint indices.
@@ -421,6 +521,20 @@ impl Solver {
             "pin",
             &mut model.pins.iter().enumerate().map(|(i, c)| (i, c.particle)),
         )?;
+        for (index, b) in model.body_bindings.iter().enumerate() {
+            let (kind, slot, count) = match b.target {
+                Anchored::Pin(k) => ("pin binding", k, model.pins.len()),
+                Anchored::Attachment(k) => ("attachment binding", k, model.attach.len()),
+            };
+            if slot as usize >= count {
+                return Err(SimError::BadIndex {
+                    kind,
+                    index,
+                    particle: slot,
+                    count,
+                });
+            }
+        }
         for (field, len) in [
             ("mass_kg", model.mass_kg.len()),
             ("damping_per_s", model.damping_per_s.len()),
@@ -473,7 +587,20 @@ impl Solver {
             particles.x[pin.particle as usize] = pin.target_m;
             particles.x_prev[pin.particle as usize] = pin.target_m;
         }
+        let rest_area2 = model
+            .shear
+            .iter()
+            .map(|c| {
+                let [a, b, d] = c.particles.map(|i| model.positions[i as usize]);
+                (b - a).cross(d - a).length()
+            })
+            .collect();
         Ok(Self {
+            rest_area2,
+            motion: None,
+            body_positions: Vec::new(),
+            body_checkpoint: Vec::new(),
+            settle_push_m_per_s: None,
             lambda_stretch: vec![0.0; model.stretch.len()],
             lambda_shear: vec![0.0; model.shear.len()],
             lambda_bend: vec![0.0; model.bend.len()],
@@ -529,6 +656,68 @@ impl Solver {
         }
     }
 
+    /// Mutable particle state, for tools and tests that edit the simulation between frames
+    /// (e.g. to inject a disturbance). Hard-pinned particles are moved back to their targets
+    /// at the next substep.
+    pub fn particles_mut(&mut self) -> &mut Particles {
+        &mut self.particles
+    }
+
+    /// Body mesh vertex positions at the current pose (m); empty without an animated body.
+    pub fn body_positions(&self) -> &[Vec3] {
+        &self.body_positions
+    }
+
+    /// Animates the body: from now on it is posed by `motion` at every substep's end time.
+    ///
+    /// The body is posed at the current time at once, and hard pins bound to it jump to their
+    /// targets (with zero velocity). Fails when the pose does not fit the body mesh.
+    pub fn set_body_motion(&mut self, mut motion: Box<dyn BodyMotion>) -> Result<(), SimError> {
+        if let Some(body) = self.body.as_mut() {
+            motion.pose_at(self.time_s, &mut self.body_positions);
+            let posed = body
+                .set_pose(&self.body_positions)
+                .and_then(|()| body.set_pose(&self.body_positions));
+            posed.map_err(|source| SimError::Body {
+                time_s: self.time_s,
+                source,
+            })?;
+            self.motion = Some(MotionBox(motion));
+            self.update_bound_targets();
+            let p = &mut self.particles;
+            for pin in &self.model.pins {
+                let i = pin.particle as usize;
+                p.x[i] = pin.target_m;
+                p.x_prev[i] = pin.target_m;
+                p.v[i] = Vec3::ZERO;
+            }
+        }
+        Ok(())
+    }
+
+    /// Turns the settle mode on (`Some(speed)`) or off (`None`).
+    ///
+    /// While settling, a body contact moves its particle by at most `speed · h` per substep
+    /// (m/s), so that a garment placed partly inside the body is pushed out gently instead of
+    /// being shot out, and the deep-penetration failure check is off.
+    pub fn set_settling(&mut self, push_speed_m_per_s: Option<Real>) {
+        self.settle_push_m_per_s = push_speed_m_per_s.filter(|v| v.is_finite() && *v > 0.0);
+    }
+
+    /// Recomputes the targets of pins and attachments bound to the body from its current pose.
+    fn update_bound_targets(&mut self) {
+        if self.body_positions.is_empty() {
+            return;
+        }
+        for b in &self.model.body_bindings {
+            let target = b.anchor.evaluate(&self.body_positions);
+            match b.target {
+                Anchored::Pin(k) => self.model.pins[k as usize].target_m = target,
+                Anchored::Attachment(k) => self.model.attach[k as usize].target_m = target,
+            }
+        }
+    }
+
     /// Advances one frame of `dt_frame_s` seconds in `settings.substeps` substeps.
     pub fn step_frame(&mut self, dt_frame_s: Real) -> Result<FrameReport, SimError> {
         check_time_step(dt_frame_s)?;
@@ -548,6 +737,7 @@ impl Solver {
         report: &mut FrameReport,
     ) -> Result<(), SimError> {
         self.checkpoint.clone_from(&self.particles);
+        self.body_checkpoint.clone_from(&self.body_positions);
         let t0 = self.time_s;
         match self.substep(h, report) {
             Ok(()) => {
@@ -557,23 +747,58 @@ impl Solver {
             Err(failure) => {
                 self.particles.clone_from(&self.checkpoint);
                 self.time_s = t0;
+                if !self.body_checkpoint.is_empty() {
+                    std::mem::swap(&mut self.body_positions, &mut self.body_checkpoint);
+                    if let Some(body) = self.body.as_mut() {
+                        body.set_pose(&self.body_positions)
+                            .map_err(|source| SimError::Body { time_s: t0, source })?;
+                    }
+                    self.update_bound_targets();
+                }
+                if let SubstepFailure::Body(source) = failure {
+                    return Err(SimError::Body { time_s: t0, source });
+                }
                 if depth >= self.settings.max_retries {
                     return Err(SimError::Diverged {
                         time_s: t0,
-                        reason: match failure {
-                            SubstepFailure::NonFinite => "non-finite positions".into(),
-                            SubstepFailure::Overstretched(s) => {
-                                format!("an edge stretched by {:.0} %", s * 100.0)
-                            }
-                        },
+                        reason: failure.describe(),
                         retries: depth,
                     });
                 }
                 report.rollbacks += 1;
+                report
+                    .rollback_reasons
+                    .push(format!("t = {t0:.4} s: {}", failure.describe()));
+                self.sanitize_checkpoint();
                 let half = 0.5 * h;
                 self.substep_with_retry(half, depth + 1, report)?;
                 self.substep_with_retry(half, depth + 1, report)
             }
+        }
+    }
+
+    /// Makes the restored state safe to retry from: non-finite positions go back to the
+    /// substep's start (or the rest shape), non-finite velocities to 0, and speeds are limited
+    /// to [`SolverSettings::max_speed_m_per_s`].
+    fn sanitize_checkpoint(&mut self) {
+        let vmax = self.settings.max_speed_m_per_s;
+        let p = &mut self.particles;
+        for i in 0..p.x.len() {
+            if !p.x[i].is_finite() {
+                p.x[i] = if p.x_prev[i].is_finite() {
+                    p.x_prev[i]
+                } else {
+                    self.model.positions[i]
+                };
+            }
+            let v = p.v[i];
+            p.v[i] = if !v.is_finite() {
+                Vec3::ZERO
+            } else if v.length_squared() > vmax * vmax {
+                v * (vmax / v.length())
+            } else {
+                v
+            };
         }
     }
 
@@ -584,6 +809,11 @@ impl Solver {
             particles: p,
             model,
             body,
+            motion,
+            body_positions,
+            settle_push_m_per_s,
+            time_s,
+            rest_area2,
             lambda_stretch,
             lambda_shear,
             lambda_bend,
@@ -596,15 +826,24 @@ impl Solver {
             ..
         } = self;
 
-        // 1. Kinematics.
+        // 1. Kinematics: the body and the targets bound to it at the substep's end time.
         let t = Instant::now();
-        for pin in &model.pins {
-            let i = pin.particle as usize;
-            p.x[i] = pin.target_m;
+        if let (Some(MotionBox(motion)), Some(collider)) = (motion.as_mut(), body.as_mut()) {
+            motion.pose_at(*time_s + h as f64, body_positions);
+            collider
+                .set_pose(body_positions)
+                .map_err(SubstepFailure::Body)?;
+            for b in &model.body_bindings {
+                let target = b.anchor.evaluate(body_positions);
+                match b.target {
+                    Anchored::Pin(k) => model.pins[k as usize].target_m = target,
+                    Anchored::Attachment(k) => model.attach[k as usize].target_m = target,
+                }
+            }
         }
         times.kinematics += t.elapsed();
 
-        // 2. Predict.
+        // 2. Predict; hard pins go to their targets, so their velocity is the target's.
         let t = Instant::now();
         let g = Vec3::from(settings.gravity_m_per_s2);
         let mut max_move2: Real = 0.0;
@@ -620,6 +859,9 @@ impl Solver {
         if !max_move2.is_finite() {
             return Err(SubstepFailure::NonFinite);
         }
+        for pin in &model.pins {
+            p.x[pin.particle as usize] = pin.target_m;
+        }
         times.predict += t.elapsed();
 
         // 3. Contacts.
@@ -627,6 +869,7 @@ impl Solver {
         contacts.clear();
         if let Some(body) = body.as_ref() {
             body.contacts(
+                &p.x_prev,
                 &p.x,
                 &p.inv_mass,
                 settings.collision_thickness_m,
@@ -648,6 +891,7 @@ impl Solver {
         lambda_contact.resize(contacts.len(), 0.0);
 
         // 5. Project.
+        let max_push = settle_push_m_per_s.map(|v| v * h);
         let x = &mut p.x;
         let w = &p.inv_mass;
         let sweeps = 2 * settings.iterations;
@@ -743,18 +987,21 @@ impl Solver {
                     settings.collision_thickness_m,
                     l,
                 ) {
-                    x[i] += d;
+                    x[i] += match max_push {
+                        Some(m) if d.length_squared() > m * m => d * (m / d.length()),
+                        _ => d,
+                    };
                 }
             }
             if last {
-                // Friction against the (static) body: the tangential motion over the substep,
-                // limited by μ times the normal correction w·λ of this substep.
+                // Friction against the body: the tangential motion relative to the body surface
+                // over the substep, limited by μ times the normal correction w·λ.
                 for (c, &l) in contacts.iter().zip(lambda_contact.iter()) {
                     if l <= 0.0 {
                         continue;
                     }
                     let i = c.particle as usize;
-                    let dx = x[i] - p.x_prev[i];
+                    let dx = x[i] - p.x_prev[i] - c.body_motion_m;
                     let dx_t = dx - c.normal * c.normal.dot(dx);
                     let mu = model.friction[i];
                     x[i] += friction_correction(dx_t, w[i] * l, mu, mu);
@@ -774,26 +1021,70 @@ impl Solver {
 
         // 7. Check.
         let t = Instant::now();
-        let result = if p.x.iter().any(|v| !v.is_finite()) || p.v.iter().any(|v| !v.is_finite()) {
-            Err(SubstepFailure::NonFinite)
-        } else {
-            let worst = model
-                .stretch
-                .iter()
-                .map(|c| {
-                    let [a, b] = c.particles.map(|i| i as usize);
-                    p.x[a].distance(p.x[b]) / c.rest_length_m - 1.0
-                })
-                .fold(0.0, Real::max);
-            if worst > settings.failure_stretch {
-                Err(SubstepFailure::Overstretched(worst))
-            } else {
-                Ok(())
-            }
-        };
+        let result = check_substep(
+            p,
+            model,
+            contacts,
+            rest_area2,
+            settings,
+            settle_push_m_per_s.is_none(),
+        );
         times.check += t.elapsed();
         result
     }
+}
+
+/// Stage 7: the failure checks, in order of cost.
+fn check_substep(
+    p: &Particles,
+    model: &ClothModel,
+    contacts: &[Contact],
+    rest_area2: &[Real],
+    settings: &SolverSettings,
+    check_penetration: bool,
+) -> Result<(), SubstepFailure> {
+    if p.x.iter().any(|v| !v.is_finite()) || p.v.iter().any(|v| !v.is_finite()) {
+        return Err(SubstepFailure::NonFinite);
+    }
+    let worst = model
+        .stretch
+        .iter()
+        .map(|c| {
+            let [a, b] = c.particles.map(|i| i as usize);
+            p.x[a].distance(p.x[b]) / c.rest_length_m - 1.0
+        })
+        .fold(0.0, Real::max);
+    if worst > settings.failure_stretch {
+        return Err(SubstepFailure::Overstretched(worst));
+    }
+    if check_penetration {
+        let deepest = contacts
+            .iter()
+            .map(|c| {
+                let gap = c.normal.dot(p.x[c.particle as usize] - c.point_m);
+                settings.collision_thickness_m - gap
+            })
+            .fold(0.0, Real::max);
+        if deepest > settings.failure_penetration_m {
+            return Err(SubstepFailure::Penetration(deepest));
+        }
+    }
+    let inverted = model
+        .shear
+        .iter()
+        .zip(rest_area2)
+        .filter(|(c, &rest)| {
+            let [a, b, d] = c.particles.map(|i| i as usize);
+            let n0 = (p.x_prev[b] - p.x_prev[a]).cross(p.x_prev[d] - p.x_prev[a]);
+            let n1 = (p.x[b] - p.x[a]).cross(p.x[d] - p.x[a]);
+            let min_area2 = INVERSION_MIN_AREA_RATIO * rest;
+            n0.dot(n1) < 0.0 && n0.length() > min_area2 && n1.length() > min_area2
+        })
+        .count();
+    if inverted > 0 {
+        return Err(SubstepFailure::Inverted(inverted));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

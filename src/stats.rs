@@ -110,6 +110,10 @@ pub struct Stats {
     pub stage_ms: StageMs,
     /// Mesh warnings found while loading (welded duplicates, skipped triangles, ...).
     pub warnings: Vec<String>,
+    /// Settle frames simulated before the first frame (not exported).
+    pub preroll_frames: u32,
+    /// Substeps rolled back during the settle frames (not counted in `per_frame`).
+    pub settle_rollbacks: u32,
     /// Per-frame measurements.
     pub per_frame: Vec<FrameStats>,
     /// Worst values.

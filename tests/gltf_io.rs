@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 
 use approx::assert_abs_diff_eq;
 use drape::io::{
-    inspect, load_mesh, load_meshes, write_bake_glb, write_static_glb, BakeExport, GltfImportError,
+    inspect, load_mesh, load_meshes, write_bake_glb, write_static_glb, BakeExport, BodyExport,
+    GltfImportError,
 };
 use drape::math::{Vec2, Vec3};
 use drape::mesh::Mesh;
@@ -102,7 +103,7 @@ fn write_bake(dir: &Path) -> (PathBuf, Mesh, Vec<Vec<Vec3>>) {
             garment: &g,
             frames: &f,
             fps: FPS,
-            body: Some(&b),
+            body: Some(BodyExport::Static(&b)),
         },
     )
     .unwrap();

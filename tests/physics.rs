@@ -47,6 +47,7 @@ fn hanging_cloth(substeps: u32, frames: u32) -> (Real, Real) {
                 target_m: m.positions[i as usize],
             })
             .collect(),
+        body_bindings: Vec::new(),
     };
     let mut solver = Solver::new(settings, model, None).unwrap();
     for _ in 0..frames {
@@ -94,9 +95,9 @@ fn standard_scene_has_no_penetrations_in_any_frame() {
     let scene = write_demo(dir.path(), DemoScene::SphereDrop, Some(64)).unwrap();
     let loaded = LoadedScene::load(&scene).unwrap();
     assert_eq!(loaded.proxy_vertices(), 64 * 64);
-    assert_eq!(loaded.scene.timeline.frame_count(), 60);
+    assert_eq!(loaded.frame_count(), 60);
     // The penetration count means something only for a closed body.
-    let body = drape::collide::BodyCollider::new(loaded.body.as_ref().unwrap()).unwrap();
+    let body = loaded.body_collider().unwrap().unwrap();
     assert!(body.is_closed());
     let result = bake(&loaded, &BakeOptions::default()).unwrap();
     let stats = &result.stats;

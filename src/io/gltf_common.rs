@@ -260,14 +260,18 @@ fn percent_decode(uri: &str) -> Option<String> {
     String::from_utf8(out).ok()
 }
 
-/// Number of components of an accessor type (vectors and scalars only).
+/// Number of components of an accessor type (vectors, scalars and `MAT4`).
+///
+/// `MAT4` is read like a 16-component vector: its columns (4, 8 or 16 bytes) never need the
+/// column padding that `MAT2` and `MAT3` of bytes or shorts have, so those two are refused.
 fn components(d: Dimensions) -> Option<usize> {
     match d {
         Dimensions::Scalar => Some(1),
         Dimensions::Vec2 => Some(2),
         Dimensions::Vec3 => Some(3),
         Dimensions::Vec4 => Some(4),
-        Dimensions::Mat2 | Dimensions::Mat3 | Dimensions::Mat4 => None,
+        Dimensions::Mat4 => Some(16),
+        Dimensions::Mat2 | Dimensions::Mat3 => None,
     }
 }
 
@@ -549,6 +553,92 @@ pub(crate) fn read_indices(acc: &Accessor, buffers: &[Vec<u8>]) -> Result<Vec<u3
             .collect()),
         t => Err(format!(
             "index accessor {i} has component type {t:?}; indices must be unsigned integers"
+        )),
+    }
+}
+
+/// Reads a float accessor, or a normalised 8- or 16-bit integer one, of exactly `components`
+/// components per element (rotations, morph weights and skin weights may be stored either way).
+pub(crate) fn read_float_or_normalized(
+    acc: &Accessor,
+    buffers: &[Vec<u8>],
+    components: usize,
+    what: &str,
+) -> Result<Vec<f32>, String> {
+    let i = acc.index();
+    let ok_type = acc.data_type() == DataType::F32
+        || (acc.normalized()
+            && matches!(
+                acc.data_type(),
+                DataType::U8 | DataType::I8 | DataType::U16 | DataType::I16
+            ));
+    if !ok_type {
+        return Err(format!(
+            "accessor {i} ({what}) has component type {:?}{}; expected float or a normalised \
+             8- or 16-bit integer",
+            acc.data_type(),
+            if acc.normalized() {
+                " (normalised)"
+            } else {
+                ""
+            }
+        ));
+    }
+    let (v, c) = read_f32(acc, buffers)?;
+    if c != components {
+        return Err(format!(
+            "accessor {i} ({what}) has {c} components per element, expected {components}"
+        ));
+    }
+    Ok(v)
+}
+
+/// Reads a `MAT4` float accessor (inverse bind matrices), each matrix column-major.
+pub(crate) fn read_mat4(
+    acc: &Accessor,
+    buffers: &[Vec<u8>],
+    what: &str,
+) -> Result<Vec<[f32; 16]>, String> {
+    let i = acc.index();
+    if acc.dimensions() != Dimensions::Mat4 {
+        return Err(format!(
+            "accessor {i} ({what}) has type {:?}, expected MAT4",
+            acc.dimensions()
+        ));
+    }
+    let v = read_float_vectors(acc, buffers, 16, what, false)?;
+    Ok(v.chunks_exact(16)
+        .map(|c| std::array::from_fn(|k| c[k]))
+        .collect())
+}
+
+/// Reads a `VEC4` accessor of unsigned bytes or shorts (`JOINTS_n`).
+pub(crate) fn read_joints(
+    acc: &Accessor,
+    buffers: &[Vec<u8>],
+    what: &str,
+) -> Result<Vec<[u16; 4]>, String> {
+    let i = acc.index();
+    if acc.dimensions() != Dimensions::Vec4 {
+        return Err(format!(
+            "accessor {i} ({what}) has type {:?}, expected VEC4",
+            acc.dimensions()
+        ));
+    }
+    let p = packed(acc, buffers)?;
+    match p.data_type {
+        DataType::U8 => Ok(p
+            .bytes
+            .chunks_exact(4)
+            .map(|b| [b[0], b[1], b[2], b[3]].map(u16::from))
+            .collect()),
+        DataType::U16 => Ok(p
+            .bytes
+            .chunks_exact(8)
+            .map(|b| std::array::from_fn(|k| u16::from_le_bytes([b[2 * k], b[2 * k + 1]])))
+            .collect()),
+        t => Err(format!(
+            "accessor {i} ({what}) has component type {t:?}; joint indices must be unsigned bytes or shorts"
         )),
     }
 }

@@ -18,17 +18,30 @@
 //!                   output F × F weights, key k one-hot on target k
 //! ```
 //!
-//! A viewer thus shows frame `k` exactly from `t_k` until `t_{k+1}`. The body, when given, is a
-//! second, static node. Files are written atomically ([`write_atomic_with`]).
+//! A viewer thus shows frame `k` exactly from `t_k` until `t_{k+1}`. The garment node is a root
+//! with the identity transform: its positions are world space (m).
+//!
+//! The body, when given, is either
+//!
+//! - [`BodyExport::Static`]: one more root node holding the body mesh as it is (world space), or
+//! - [`BodyExport::Animated`]: the rig's skinned character, playing in sync with the garment
+//!   (the layout is in the [`body`] module docs): its node hierarchy, one skinned mesh per body
+//!   part, its skins, and channels added to the same `drape_bake` animation, keyed at the same
+//!   times `t_k`, so that one animation plays the whole shot.
+//!
+//! Files are written atomically ([`write_atomic_with`]).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
+use crate::body::{Pose, Rig};
 use crate::io::atomic::write_atomic_with;
 use crate::math::{Vec2, Vec3};
 use crate::mesh::{Mesh, MeshError};
+
+pub mod body;
 
 /// `bufferView.target` for vertex attributes.
 const ARRAY_BUFFER: u32 = 34962;
@@ -38,6 +51,8 @@ const ELEMENT_ARRAY_BUFFER: u32 = 34963;
 const FLOAT: u32 = 5126;
 /// `componentType` UNSIGNED_INT.
 const UNSIGNED_INT: u32 = 5125;
+/// `componentType` UNSIGNED_SHORT.
+const UNSIGNED_SHORT: u32 = 5123;
 /// `primitive.mode` TRIANGLES.
 const TRIANGLES: u32 = 4;
 /// Bytes of GLB header plus the two chunk headers.
@@ -114,6 +129,32 @@ pub enum GltfExportError {
         /// Estimated size (bytes).
         bytes: u64,
     },
+    /// The body's poses do not match the garment's frames one to one.
+    ///
+    /// How to fix: pass one body pose per baked frame (the pose at `t_k = k / fps`).
+    #[error("{}: the body has {poses} poses but the garment has {frames} frames; the animated body needs one pose per baked frame", path.display())]
+    PoseCount {
+        /// The file.
+        path: PathBuf,
+        /// Body poses given.
+        poses: usize,
+        /// Garment frames given.
+        frames: usize,
+    },
+    /// A body pose was not made by the rig being exported.
+    ///
+    /// How to fix: sample the poses with that rig ([`Rig::sample`]).
+    #[error("{}: body pose {pose} has {got} nodes, but the rig has {expected}; the poses belong to another rig", path.display())]
+    PoseNodes {
+        /// The file.
+        path: PathBuf,
+        /// The pose (frame) number, from 0.
+        pose: usize,
+        /// Nodes in that pose.
+        got: usize,
+        /// Nodes of the rig.
+        expected: usize,
+    },
     /// The JSON chunk could not be serialised.
     #[error("{}: cannot encode the glTF JSON: {source}", path.display())]
     Json {
@@ -122,6 +163,21 @@ pub enum GltfExportError {
         /// The underlying error.
         #[source]
         source: serde_json::Error,
+    },
+}
+
+/// The body written with a bake.
+#[derive(Clone, Copy, Debug)]
+pub enum BodyExport<'a> {
+    /// One static node holding this mesh, in world space (m), e.g. the body at its rest pose.
+    Static(&'a Mesh),
+    /// The skinned, animated character: the rig's hierarchy, skinned parts and skins, and the
+    /// body animation keyed at every baked frame's time `t_k = k / fps` (s).
+    Animated {
+        /// The body.
+        rig: &'a Rig,
+        /// The body's pose at each baked frame, made by `rig`; one per garment frame.
+        poses: &'a [Pose],
     },
 }
 
@@ -134,8 +190,8 @@ pub struct BakeExport<'a> {
     pub frames: &'a [Vec<Vec3>],
     /// Playback rate (frames per second).
     pub fps: f32,
-    /// The body, written as a second, static node.
-    pub body: Option<&'a Mesh>,
+    /// The body, if any: static, or skinned and animated in sync with the garment.
+    pub body: Option<BodyExport<'a>>,
 }
 
 /// Writes meshes as a static `.glb`: one node and one mesh per input mesh, names kept.
@@ -163,12 +219,20 @@ pub fn write_static_glb(path: &Path, meshes: &[&Mesh]) -> Result<(), GltfExportE
         gl_meshes.push(named(json!({ "primitives": [primitive] }), &m.name));
         nodes.push(named(json!({ "mesh": i }), &m.name));
     }
-    let root = b.root(nodes, gl_meshes, None);
+    let scene_nodes = (0..nodes.len()).collect();
+    let root = b.root(Document {
+        nodes,
+        scene_nodes,
+        meshes: gl_meshes,
+        skins: Vec::new(),
+        animation: None,
+    });
     b.write(path, &root)
 }
 
 /// Writes a baked garment as a `.glb` with one morph target per frame and a STEP `weights`
-/// animation (see the [module docs](self) for the layout), plus the static body if given.
+/// animation (see the [module docs](self) for the layout), plus the body if given: static, or
+/// skinned and animated in the same animation.
 pub fn write_bake_glb(path: &Path, bake: &BakeExport) -> Result<(), GltfExportError> {
     let BakeExport {
         garment,
@@ -183,7 +247,7 @@ pub fn write_bake_glb(path: &Path, bake: &BakeExport) -> Result<(), GltfExportEr
         });
     }
     check_mesh(path, garment)?;
-    if let Some(body) = body {
+    if let Some(BodyExport::Static(body)) = body {
         check_mesh(path, body)?;
     }
     if frames.is_empty() {
@@ -208,11 +272,22 @@ pub fn write_bake_glb(path: &Path, bake: &BakeExport) -> Result<(), GltfExportEr
             });
         }
     }
+    let plan = match body {
+        Some(BodyExport::Animated { rig, poses }) => {
+            Some(body::Plan::new(path, rig, poses, frames.len())?)
+        }
+        _ => None,
+    };
     let f = frames.len() as u64;
+    let body_bytes = match (body, &plan) {
+        (_, Some(plan)) => plan.bytes(),
+        (Some(BodyExport::Static(m)), None) => static_bytes(m),
+        _ => 0,
+    };
     let estimate = static_bytes(garment)
         .saturating_add(f.saturating_mul(n as u64).saturating_mul(24))
         .saturating_add(f.saturating_mul(f.saturating_add(1)).saturating_mul(4))
-        .saturating_add(body.map_or(0, static_bytes));
+        .saturating_add(body_bytes);
     check_size(path, estimate)?;
 
     let mut b = Builder::with_capacity(estimate);
@@ -247,13 +322,9 @@ pub fn write_bake_glb(path: &Path, bake: &BakeExport) -> Result<(), GltfExportEr
         &garment.name,
     );
     let mut nodes = vec![named(json!({ "mesh": 0 }), &garment.name)];
+    let mut scene_nodes = vec![0];
     let mut gl_meshes = vec![garment_mesh];
-    if let Some(body) = body {
-        let normals = unit_normals(body);
-        let primitive = b.static_primitive(body, &normals);
-        gl_meshes.push(named(json!({ "primitives": [primitive] }), &body.name));
-        nodes.push(named(json!({ "mesh": 1 }), &body.name));
-    }
+    let mut skins = Vec::new();
 
     let times: Vec<f32> = (0..frames.len()).map(|k| k as f32 / fps).collect();
     let input = b.scalars(&times, true);
@@ -262,12 +333,39 @@ pub fn write_bake_glb(path: &Path, bake: &BakeExport) -> Result<(), GltfExportEr
         weights[k * frames.len() + k] = 1.0;
     }
     let output = b.scalars(&weights, false);
+    let mut channels = vec![json!({ "sampler": 0, "target": { "node": 0, "path": "weights" } })];
+    let mut samplers = vec![json!({ "input": input, "output": output, "interpolation": "STEP" })];
+
+    if let Some(plan) = &plan {
+        let out = plan.write(&mut b, nodes.len(), gl_meshes.len(), input);
+        scene_nodes.extend(out.roots);
+        nodes.extend(out.nodes);
+        gl_meshes.extend(out.meshes);
+        skins = out.skins;
+        for (channel, sampler) in out.tracks {
+            channels.push(json!({ "sampler": samplers.len(), "target": channel }));
+            samplers.push(sampler);
+        }
+    } else if let Some(BodyExport::Static(body)) = body {
+        let normals = unit_normals(body);
+        let primitive = b.static_primitive(body, &normals);
+        scene_nodes.push(nodes.len());
+        nodes.push(named(json!({ "mesh": gl_meshes.len() }), &body.name));
+        gl_meshes.push(named(json!({ "primitives": [primitive] }), &body.name));
+    }
+
     let animation = json!({
         "name": "drape_bake",
-        "channels": [ { "sampler": 0, "target": { "node": 0, "path": "weights" } } ],
-        "samplers": [ { "input": input, "output": output, "interpolation": "STEP" } ],
+        "channels": channels,
+        "samplers": samplers,
     });
-    let root = b.root(nodes, gl_meshes, Some(animation));
+    let root = b.root(Document {
+        nodes,
+        scene_nodes,
+        meshes: gl_meshes,
+        skins,
+        animation: Some(animation),
+    });
     b.write(path, &root)
 }
 
@@ -299,7 +397,6 @@ fn check_mesh(path: &Path, m: &Mesh) -> Result<(), GltfExportError> {
     Ok(())
 }
 
-/// Unit normals of a validated mesh: its own, renormalised, or computed when absent.
 /// Vertex normals that are smooth across UV seams: computed on the mesh welded by rest position,
 /// then copied to every duplicate, so a seam never shows as a shading crease.
 struct SeamNormals {
@@ -327,6 +424,7 @@ impl SeamNormals {
     }
 }
 
+/// Unit normals of a validated mesh: its own, renormalised, or computed when absent.
 fn unit_normals(m: &Mesh) -> Vec<Vec3> {
     match &m.normals {
         Some(ns) => ns
@@ -368,6 +466,20 @@ fn named(mut v: Value, name: &str) -> Value {
 /// A float as a JSON number holding exactly its `f32` value.
 fn num(x: f32) -> Value {
     Value::from(f64::from(x))
+}
+
+/// The JSON objects of a document, besides its accessors and buffer views.
+struct Document {
+    /// Every node.
+    nodes: Vec<Value>,
+    /// The root nodes of the one scene.
+    scene_nodes: Vec<usize>,
+    /// Every mesh.
+    meshes: Vec<Value>,
+    /// Every skin (none: no `skins` array).
+    skins: Vec<Value>,
+    /// The one animation, if any.
+    animation: Option<Value>,
 }
 
 /// Collects the binary chunk and the buffer views and accessors that describe it.
@@ -497,6 +609,33 @@ impl Builder {
         }))
     }
 
+    /// Writes `values` as FLOAT components of accessor type `ty` (`"VEC4"`, `"MAT4"`, …), with
+    /// `width` components per element; returns the accessor.
+    fn floats(&mut self, values: &[f32], width: usize, ty: &str, target: Option<u32>) -> usize {
+        let start = self.align();
+        for v in values {
+            self.bin.extend_from_slice(&v.to_le_bytes());
+        }
+        let view = self.view(start, target);
+        self.accessor(json!({
+            "bufferView": view, "componentType": FLOAT, "count": values.len() / width.max(1),
+            "type": ty,
+        }))
+    }
+
+    /// Writes `JOINTS_0`: four UNSIGNED_SHORT joint indices per vertex; returns the accessor.
+    fn joints(&mut self, joints: &[[u16; 4]]) -> usize {
+        let start = self.align();
+        for j in joints.iter().flatten() {
+            self.bin.extend_from_slice(&j.to_le_bytes());
+        }
+        let view = self.view(start, Some(ARRAY_BUFFER));
+        self.accessor(json!({
+            "bufferView": view, "componentType": UNSIGNED_SHORT, "count": joints.len(),
+            "type": "VEC4",
+        }))
+    }
+
     /// Writes a mesh's base attributes and indices; returns the primitive's JSON.
     fn static_primitive(&mut self, m: &Mesh, normals: &[Vec3]) -> Value {
         let n = m.positions.len();
@@ -510,10 +649,16 @@ impl Builder {
         json!({ "attributes": attributes, "indices": indices, "mode": TRIANGLES })
     }
 
-    /// The document root around the given nodes (all in the one scene) and meshes.
-    fn root(&mut self, nodes: Vec<Value>, meshes: Vec<Value>, animation: Option<Value>) -> Value {
+    /// The document root around the given nodes, meshes, skins and animation.
+    fn root(&mut self, doc: Document) -> Value {
         self.align();
-        let scene_nodes: Vec<usize> = (0..nodes.len()).collect();
+        let Document {
+            nodes,
+            scene_nodes,
+            meshes,
+            skins,
+            animation,
+        } = doc;
         let mut root = json!({
             "asset": {
                 "version": "2.0",
@@ -527,6 +672,9 @@ impl Builder {
             "bufferViews": std::mem::take(&mut self.views),
             "buffers": [ { "byteLength": self.bin.len() } ],
         });
+        if !skins.is_empty() {
+            root["skins"] = Value::Array(skins);
+        }
         if let Some(a) = animation {
             root["animations"] = json!([a]);
         }

@@ -1,8 +1,13 @@
 //! A summary of a glTF file: what `drape inspect FILE.glb` prints.
 //!
-//! Lists the meshes (vertex and triangle counts, morph targets), skins (joint counts) and
-//! animations (channels, duration), from the document itself: no mesh is transformed or merged,
-//! so the counts are the file's own.
+//! Lists the meshes (vertex and triangle counts, morph targets, whether skinned), skins (joint
+//! counts) and animations, from the document itself: no mesh is transformed or merged, so the
+//! counts are the file's own.
+//!
+//! An animation's channels are broken down by what they target: node transforms (translation,
+//! rotation, scale) and morph `weights`, each with its key range. In a Drape bake with an
+//! animated body the two groups are the body's skeleton and the garment's frames, and their key
+//! ranges are equal: both play the whole shot.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -25,6 +30,8 @@ pub struct MeshInfo {
     pub triangles: usize,
     /// Morph targets (the most of any primitive; glTF requires them to agree).
     pub morph_targets: usize,
+    /// Whether a primitive has skin joints (`JOINTS_0`).
+    pub skinned: bool,
 }
 
 /// One glTF skin.
@@ -36,6 +43,31 @@ pub struct SkinInfo {
     pub joints: usize,
 }
 
+/// The channels of one animation that target one kind of property.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ChannelGroup {
+    /// Number of channels.
+    pub channels: usize,
+    /// Number of distinct nodes they target.
+    pub nodes: usize,
+    /// The earliest and the latest key time over their samplers' inputs (s); `None` without
+    /// channels (or keys).
+    pub key_range_s: Option<(f32, f32)>,
+}
+
+impl ChannelGroup {
+    /// Counts one more channel, keyed from `keys.0` to `keys.1` (s) when it has keys.
+    fn add(&mut self, keys: Option<(f32, f32)>) {
+        self.channels += 1;
+        if let Some((first, last)) = keys {
+            self.key_range_s = Some(match self.key_range_s {
+                Some((a, b)) => (a.min(first), b.max(last)),
+                None => (first, last),
+            });
+        }
+    }
+}
+
 /// One glTF animation.
 #[derive(Clone, Debug, PartialEq)]
 pub struct AnimationInfo {
@@ -45,6 +77,10 @@ pub struct AnimationInfo {
     pub channels: usize,
     /// The latest key time over its samplers' inputs (s).
     pub duration_s: f32,
+    /// The channels on node translation, rotation and scale (a skeleton, or moving objects).
+    pub transforms: ChannelGroup,
+    /// The channels on morph target `weights` (e.g. a baked garment's frames).
+    pub morph_weights: ChannelGroup,
 }
 
 /// The summary of a glTF file (see the [module docs](self)).
@@ -81,6 +117,7 @@ pub fn inspect(path: &Path) -> Result<InspectReport, GltfImportError> {
                 vertices: 0,
                 triangles: 0,
                 morph_targets: 0,
+                skinned: false,
             };
             for p in m.primitives() {
                 let vertices = p.get(&gltf::Semantic::Positions).map_or(0, |a| a.count());
@@ -93,6 +130,7 @@ pub fn inspect(path: &Path) -> Result<InspectReport, GltfImportError> {
                     _ => 0,
                 });
                 info.morph_targets = info.morph_targets.max(p.morph_targets().count());
+                info.skinned |= p.get(&gltf::Semantic::Joints(0)).is_some();
             }
             info
         })
@@ -108,16 +146,47 @@ pub fn inspect(path: &Path) -> Result<InspectReport, GltfImportError> {
         .collect();
     let mut animations = Vec::new();
     for a in doc.animations() {
-        let mut duration_s = 0.0f32;
+        let malformed = |reason: String| GltfImportError::Malformed {
+            path: path.to_path_buf(),
+            reason: format!("animation {}: {reason}", a.index()),
+        };
+        // Per sampler, its first and last finite key time (s).
+        let mut keys = Vec::new();
         for s in a.samplers() {
-            let input = s.input();
-            let max = gltf_common::read_f32(&input, &file.buffers)
-                .map(|(v, _)| v.into_iter().filter(|t| t.is_finite()).fold(0.0, f32::max))
-                .map_err(|reason| GltfImportError::Malformed {
-                    path: path.to_path_buf(),
-                    reason: format!("animation {}: {reason}", a.index()),
-                })?;
-            duration_s = duration_s.max(max);
+            let (times, _) =
+                gltf_common::read_f32(&s.input(), &file.buffers).map_err(&malformed)?;
+            let finite = times.into_iter().filter(|t| t.is_finite());
+            keys.push(finite.fold(None, |r: Option<(f32, f32)>, t| {
+                Some(r.map_or((t, t), |(a, b)| (a.min(t), b.max(t))))
+            }));
+        }
+        let duration_s = keys
+            .iter()
+            .flatten()
+            .fold(0.0f32, |d, &(_, last)| d.max(last));
+        let mut transforms = ChannelGroup::default();
+        let mut morph_weights = ChannelGroup::default();
+        let mut transform_nodes = Vec::new();
+        let mut weight_nodes = Vec::new();
+        for c in a.channels() {
+            let range = keys.get(c.sampler().index()).copied().flatten();
+            let node = c.target().node().index();
+            let (group, nodes) = match c.target().property() {
+                gltf::animation::Property::MorphTargetWeights => {
+                    (&mut morph_weights, &mut weight_nodes)
+                }
+                _ => (&mut transforms, &mut transform_nodes),
+            };
+            group.add(range);
+            nodes.push(node);
+        }
+        for (group, mut nodes) in [
+            (&mut transforms, transform_nodes),
+            (&mut morph_weights, weight_nodes),
+        ] {
+            nodes.sort_unstable();
+            nodes.dedup();
+            group.nodes = nodes.len();
         }
         animations.push(AnimationInfo {
             name: a
@@ -125,6 +194,8 @@ pub fn inspect(path: &Path) -> Result<InspectReport, GltfImportError> {
                 .map_or_else(|| format!("animation{}", a.index()), str::to_string),
             channels: a.channels().count(),
             duration_s,
+            transforms,
+            morph_weights,
         });
     }
     Ok(InspectReport {
@@ -136,6 +207,15 @@ pub fn inspect(path: &Path) -> Result<InspectReport, GltfImportError> {
         nodes: doc.nodes().count(),
         scenes: doc.scenes().count(),
     })
+}
+
+/// `"s"` unless `n` is 1.
+fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
 }
 
 impl fmt::Display for InspectReport {
@@ -158,6 +238,9 @@ impl fmt::Display for InspectReport {
             if m.morph_targets > 0 {
                 write!(f, ", {} morph targets", m.morph_targets)?;
             }
+            if m.skinned {
+                write!(f, ", skinned")?;
+            }
             writeln!(f)?;
         }
         writeln!(f, "  skins: {}", self.skins.len())?;
@@ -171,6 +254,40 @@ impl fmt::Display for InspectReport {
                 "    '{}': {} channels, {:.3} s",
                 a.name, a.channels, a.duration_s
             )?;
+            let groups = [
+                ("node transforms", &a.transforms),
+                ("morph weights", &a.morph_weights),
+            ];
+            for (what, g) in groups {
+                if g.channels == 0 {
+                    continue;
+                }
+                write!(
+                    f,
+                    "      {what}: {} channel{} on {} node{}",
+                    g.channels,
+                    plural(g.channels),
+                    g.nodes,
+                    plural(g.nodes)
+                )?;
+                if let Some((first, last)) = g.key_range_s {
+                    write!(f, ", keys {first:.3} s to {last:.3} s")?;
+                }
+                writeln!(f)?;
+            }
+            if let (Some(t), Some(w)) = (a.transforms.key_range_s, a.morph_weights.key_range_s) {
+                if t == w {
+                    writeln!(
+                        f,
+                        "      node transforms and morph weights play over the same keys"
+                    )?;
+                } else {
+                    writeln!(
+                        f,
+                        "      note: node transforms and morph weights cover different times"
+                    )?;
+                }
+            }
         }
         Ok(())
     }

@@ -4,7 +4,8 @@
 //!   applied, and never panics on a damaged file.
 //! - [`gltf_export`] writes binary glTF by hand: static meshes ([`gltf_export::write_static_glb`])
 //!   and the baked garment as one morph target per frame with a STEP `weights` animation
-//!   ([`gltf_export::write_bake_glb`]), the contract in `DESIGN.md` §3 ("Baked glTF").
+//!   ([`gltf_export::write_bake_glb`]), with the body static or skinned and animated in the same
+//!   animation, the contract in `DESIGN.md` §3 ("Baked glTF").
 //! - [`cache`] writes and reads the PC2 and MDD point caches of Blender's Mesh Cache modifier.
 //! - [`inspect`](mod@inspect) summarises a glTF file (`drape inspect FILE.glb`).
 //! - [`atomic`] writes a file through a temporary file and a rename, so a crash or a full disk
@@ -14,13 +15,13 @@
 
 pub mod atomic;
 pub mod cache;
-mod gltf_common;
+pub(crate) mod gltf_common;
 pub mod gltf_export;
 pub mod gltf_import;
 pub mod inspect;
 
 pub use atomic::{write_atomic, write_atomic_with};
 pub use cache::{read_mdd, read_pc2, write_mdd, write_pc2, CacheError, Mdd, Pc2};
-pub use gltf_export::{write_bake_glb, write_static_glb, BakeExport, GltfExportError};
+pub use gltf_export::{write_bake_glb, write_static_glb, BakeExport, BodyExport, GltfExportError};
 pub use gltf_import::{load_mesh, load_meshes, GltfImportError};
-pub use inspect::{inspect, AnimationInfo, InspectReport, MeshInfo, SkinInfo};
+pub use inspect::{inspect, AnimationInfo, ChannelGroup, InspectReport, MeshInfo, SkinInfo};

@@ -1,0 +1,211 @@
+//! Garments fitted to any body: finding a body's waist and hanging a skirt from it.
+//!
+//! The body is a closed mesh, Y up, standing at its rest pose (for a skinned character, the
+//! bind pose its garments are authored on). [`find_waist`] scans horizontal slices of the
+//! torso for the narrowest one; [`fit_skirt`] hangs a flared skirt from it with
+//! [`crate::shapes::skirt_around`], every ring kept clear of the body by the body's own signed
+//! distance (parry3d's point projection).
+
+use crate::collide::BodyCollider;
+use crate::math::{bounds, Real, Vec3};
+use crate::mesh::Mesh;
+use crate::shapes::{skirt_around, Garment, SkirtParams, Waist};
+
+/// Why a garment cannot be fitted to a body.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum FitError {
+    /// The body mesh cannot be used (empty, open, degenerate).
+    #[error("body mesh '{name}': {problem}")]
+    Body {
+        /// Mesh name.
+        name: String,
+        /// What is wrong.
+        problem: String,
+    },
+    /// No torso slice was found where the waist should be.
+    #[error("body mesh '{name}': no torso found between {from_m:.2} m and {to_m:.2} m above its feet; is the body Y-up and standing?")]
+    NoWaist {
+        /// Mesh name.
+        name: String,
+        /// Lowest height searched (m).
+        from_m: Real,
+        /// Highest height searched (m).
+        to_m: Real,
+    },
+}
+
+/// Where [`find_waist`] looks, as fractions of the body's height above its lowest point: the
+/// natural waist of an adult lies at about 0.6 of the height, the hips at about 0.5.
+pub const WAIST_SEARCH: (Real, Real) = (0.45, 0.66);
+
+/// Vertices of a slice farther than this from its median centre (horizontally) are not torso
+/// (arms, hands) (m).
+const TORSO_RADIUS_M: Real = 0.3;
+
+/// The narrowest horizontal torso slice of `body` between the [`WAIST_SEARCH`] heights: its
+/// centre and half-extents along x and z. A slice counts as torso only when its centre is
+/// inside the body (below the crotch the centre falls between the legs). The body must be
+/// closed.
+pub fn find_waist(body: &Mesh) -> Result<Waist, FitError> {
+    let collider = closed_collider(body)?;
+    let (lo, hi) = bounds(&body.positions).ok_or_else(|| FitError::Body {
+        name: body.name.clone(),
+        problem: "the mesh has no vertices".into(),
+    })?;
+    let height = hi.y - lo.y;
+    let (from, to) = (
+        lo.y + WAIST_SEARCH.0 * height,
+        lo.y + WAIST_SEARCH.1 * height,
+    );
+    // The body's vertical axis: the median of its vertices in x and z. Slices keep only the
+    // vertices near it (the torso), not the arms or hands that reach the same height.
+    let median = |f: fn(&Vec3) -> Real| {
+        let mut v: Vec<Real> = body.positions.iter().map(f).collect();
+        v.sort_by(Real::total_cmp);
+        v[v.len() / 2]
+    };
+    let axis = (median(|p| p.x), median(|p| p.z));
+    let mut best: Option<(Real, Waist)> = None;
+    let steps = ((to - from) / 0.005).ceil().max(1.0) as usize;
+    for k in 0..=steps {
+        let y = from + (to - from) * k as Real / steps as Real;
+        if let Some(w) = slice(body, y, axis) {
+            let centre = Vec3::new(w.centre_x_m, y, w.centre_z_m);
+            if collider.closest(centre).signed_distance_m >= 0.0 {
+                continue;
+            }
+            let area = w.radius_x_m * w.radius_z_m;
+            if best.as_ref().is_none_or(|(a, _)| area < *a) {
+                best = Some((area, w));
+            }
+        }
+    }
+    best.map(|(_, w)| w).ok_or(FitError::NoWaist {
+        name: body.name.clone(),
+        from_m: from,
+        to_m: to,
+    })
+}
+
+/// The body's collider, which must be closed.
+fn closed_collider(body: &Mesh) -> Result<BodyCollider, FitError> {
+    if body.positions.is_empty() {
+        return Err(FitError::Body {
+            name: body.name.clone(),
+            problem: "the mesh has no vertices".into(),
+        });
+    }
+    let collider = BodyCollider::new(body).map_err(|e| FitError::Body {
+        name: body.name.clone(),
+        problem: e.to_string(),
+    })?;
+    if !collider.is_closed() {
+        return Err(FitError::Body {
+            name: body.name.clone(),
+            problem: "the mesh is not closed, so its inside is not defined".into(),
+        });
+    }
+    Ok(collider)
+}
+
+/// The torso ellipse of the cross-section of `body` by the plane at height `y`: the points
+/// where triangle edges cross the plane (so the result does not depend on where the vertices
+/// happen to lie), keeping those within [`TORSO_RADIUS_M`] of the vertical `axis` `(x, z)`.
+fn slice(body: &Mesh, y: Real, axis: (Real, Real)) -> Option<Waist> {
+    let mut torso: Vec<Vec3> = Vec::new();
+    for t in &body.indices {
+        for k in 0..3 {
+            let (a, b) = (
+                body.positions[t[k] as usize],
+                body.positions[t[(k + 1) % 3] as usize],
+            );
+            if (a.y < y) == (b.y < y) {
+                continue;
+            }
+            let p = a.lerp(b, (y - a.y) / (b.y - a.y));
+            if (p.x - axis.0).hypot(p.z - axis.1) <= TORSO_RADIUS_M {
+                torso.push(p);
+            }
+        }
+    }
+    if torso.len() < 8 {
+        return None;
+    }
+    let (mut x0, mut x1, mut z0, mut z1) = (Real::MAX, Real::MIN, Real::MAX, Real::MIN);
+    for p in &torso {
+        x0 = x0.min(p.x);
+        x1 = x1.max(p.x);
+        z0 = z0.min(p.z);
+        z1 = z1.max(p.z);
+    }
+    Some(Waist {
+        height_m: y,
+        centre_x_m: 0.5 * (x0 + x1),
+        centre_z_m: 0.5 * (z0 + z1),
+        radius_x_m: 0.5 * (x1 - x0),
+        radius_z_m: 0.5 * (z1 - z0),
+    })
+}
+
+/// A flared skirt around `body`'s waist ([`find_waist`]), clear of the body by
+/// `params.clearance_m`; its waistband (the returned `pinned` vertices) is meant to be pinned
+/// to the body. The body must be closed, so that its signed distance is defined.
+pub fn fit_skirt(body: &Mesh, params: &SkirtParams) -> Result<Garment, FitError> {
+    let collider = closed_collider(body)?;
+    let waist = find_waist(body)?;
+    let sdf = |p: Vec3| collider.closest(p).signed_distance_m;
+    Ok(skirt_around(params, &waist, &sdf))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::shapes::{
+        mannequin, MANNEQUIN_WAIST_HEIGHT_M, MANNEQUIN_WAIST_RADIUS_X_M, MANNEQUIN_WAIST_RADIUS_Z_M,
+    };
+
+    #[test]
+    fn finds_the_mannequins_waist() {
+        let body = mannequin();
+        let w = find_waist(&body).unwrap();
+        assert!(
+            (w.height_m - MANNEQUIN_WAIST_HEIGHT_M).abs() < 0.06,
+            "waist at {} m",
+            w.height_m
+        );
+        // The slice's extents are the mannequin's waist ellipse, within the mesh resolution.
+        assert!(
+            (w.radius_x_m - MANNEQUIN_WAIST_RADIUS_X_M).abs() < 0.02,
+            "{w:?}"
+        );
+        assert!(
+            (w.radius_z_m - MANNEQUIN_WAIST_RADIUS_Z_M).abs() < 0.02,
+            "{w:?}"
+        );
+    }
+
+    #[test]
+    fn fitted_skirt_clears_the_body() {
+        let body = mannequin();
+        let params = SkirtParams {
+            rings: 8,
+            segments: 24,
+            ..Default::default()
+        };
+        let g = fit_skirt(&body, &params).unwrap();
+        let collider = BodyCollider::new(&body).unwrap();
+        for p in &g.mesh.positions {
+            assert!(collider.closest(*p).signed_distance_m >= params.clearance_m - 1e-4);
+        }
+        assert_eq!(g.pinned.len(), 24);
+    }
+
+    #[test]
+    fn open_or_empty_bodies_are_refused() {
+        let empty = Mesh::new("nothing", Vec::new(), Vec::new());
+        assert!(matches!(find_waist(&empty), Err(FitError::Body { .. })));
+        let tri = Mesh::new("sheet", vec![Vec3::ZERO, Vec3::X, Vec3::Y], vec![[0, 1, 2]]);
+        let e = fit_skirt(&tri, &SkirtParams::default()).unwrap_err();
+        assert!(e.to_string().contains("not closed"), "{e}");
+    }
+}
