@@ -486,11 +486,13 @@ pub fn solve_contact(
     Outcome::Move([n * (w * dl)])
 }
 
-/// Position-level Coulomb friction (Macklin et al., *Unified Particle Physics*, 2014, §6.1).
+/// Coulomb friction on a tangential motion (Macklin et al., *Unified Particle Physics*, 2014,
+/// §6.1; the same rule at the velocity level, Macklin et al., *Small Steps*, 2019).
 ///
-/// `dx_t` is the particle's tangential displacement relative to the surface over the substep
-/// (m), and `dn` the normal correction of the contact in this substep (m, ≥ 0). Sticks when
-/// `|dx_t| < μ_s·dn`, otherwise slides with the kinetic coefficient. Returns the correction.
+/// `dx_t` is the particle's tangential motion relative to the surface and `dn` the normal
+/// change the contact made, in the same units: displacements over a substep (m), or, as the
+/// solver uses it, velocities (m/s). Sticks when `|dx_t| < μ_s·dn`, otherwise slides with the
+/// kinetic coefficient. Returns the correction to add.
 #[inline]
 pub fn friction_correction(dx_t: Vec3, dn: Real, mu_static: Real, mu_kinetic: Real) -> Vec3 {
     let len = dx_t.length();

@@ -34,18 +34,25 @@ pub enum FitError {
     },
 }
 
-/// Where [`find_waist`] looks, as fractions of the body's height above its lowest point: the
-/// natural waist of an adult lies at about 0.6 of the height, the hips at about 0.5.
-pub const WAIST_SEARCH: (Real, Real) = (0.45, 0.66);
+/// Where [`find_waist`] looks for the crotch, as fractions of the body's height above its
+/// lowest point.
+pub const CROTCH_SEARCH: (Real, Real) = (0.3, 0.7);
+/// Where [`find_waist`] looks for the waist, as fractions of the body's height above the
+/// crotch: the natural waist lies about 0.1 of the height above it (0.12 on an adult, less on
+/// stylised characters).
+pub const WAIST_ABOVE_CROTCH: (Real, Real) = (0.04, 0.16);
 
 /// Vertices of a slice farther than this from its median centre (horizontally) are not torso
 /// (arms, hands) (m).
 const TORSO_RADIUS_M: Real = 0.3;
 
-/// The narrowest horizontal torso slice of `body` between the [`WAIST_SEARCH`] heights: its
-/// centre and half-extents along x and z. A slice counts as torso only when its centre is
-/// inside the body (below the crotch the centre falls between the legs). The body must be
-/// closed.
+/// The narrowest horizontal torso slice of `body` just above its crotch: its centre and
+/// half-extents along x and z.
+///
+/// The crotch is the lowest slice (within [`CROTCH_SEARCH`]) whose centre is inside the body:
+/// below it the centre falls between the legs. The waist is the narrowest slice within
+/// [`WAIST_ABOVE_CROTCH`] above that, so a narrow chest (stylised characters often have one)
+/// is not taken for it. The body must be closed.
 pub fn find_waist(body: &Mesh) -> Result<Waist, FitError> {
     let collider = closed_collider(body)?;
     let (lo, hi) = bounds(&body.positions).ok_or_else(|| FitError::Body {
@@ -53,27 +60,35 @@ pub fn find_waist(body: &Mesh) -> Result<Waist, FitError> {
         problem: "the mesh has no vertices".into(),
     })?;
     let height = hi.y - lo.y;
-    let (from, to) = (
-        lo.y + WAIST_SEARCH.0 * height,
-        lo.y + WAIST_SEARCH.1 * height,
-    );
-    // The body's vertical axis: the median of its vertices in x and z. Slices keep only the
-    // vertices near it (the torso), not the arms or hands that reach the same height.
-    let median = |f: fn(&Vec3) -> Real| {
-        let mut v: Vec<Real> = body.positions.iter().map(f).collect();
-        v.sort_by(Real::total_cmp);
-        v[v.len() / 2]
-    };
-    let axis = (median(|p| p.x), median(|p| p.z));
-    let mut best: Option<(Real, Waist)> = None;
-    let steps = ((to - from) / 0.005).ceil().max(1.0) as usize;
-    for k in 0..=steps {
-        let y = from + (to - from) * k as Real / steps as Real;
-        if let Some(w) = slice(body, y, axis) {
+    let axis = vertical_axis(body);
+    let torso_at = |y: Real| {
+        slice(body, y, axis).filter(|w| {
             let centre = Vec3::new(w.centre_x_m, y, w.centre_z_m);
-            if collider.closest(centre).signed_distance_m >= 0.0 {
-                continue;
-            }
+            collider.closest(centre).signed_distance_m < 0.0
+        })
+    };
+    let heights = |from: Real, to: Real| {
+        let steps = ((to - from) / 0.005).ceil().max(1.0) as usize;
+        (0..=steps).map(move |k| from + (to - from) * k as Real / steps as Real)
+    };
+    let crotch = heights(
+        lo.y + CROTCH_SEARCH.0 * height,
+        lo.y + CROTCH_SEARCH.1 * height,
+    )
+    .find(|&y| torso_at(y).is_some());
+    let (from, to) = match crotch {
+        Some(c) => (
+            c + WAIST_ABOVE_CROTCH.0 * height,
+            c + WAIST_ABOVE_CROTCH.1 * height,
+        ),
+        None => (
+            lo.y + CROTCH_SEARCH.0 * height,
+            lo.y + CROTCH_SEARCH.1 * height,
+        ),
+    };
+    let mut best: Option<(Real, Waist)> = None;
+    for y in heights(from, to) {
+        if let Some(w) = torso_at(y) {
             let area = w.radius_x_m * w.radius_z_m;
             if best.as_ref().is_none_or(|(a, _)| area < *a) {
                 best = Some((area, w));
@@ -84,6 +99,26 @@ pub fn find_waist(body: &Mesh) -> Result<Waist, FitError> {
         name: body.name.clone(),
         from_m: from,
         to_m: to,
+    })
+}
+
+/// The body's vertical axis `(x, z)`: the median of its vertices. Slices keep only the points
+/// near it (the torso), not the arms or hands that reach the same height.
+fn vertical_axis(body: &Mesh) -> (Real, Real) {
+    let median = |f: fn(&Vec3) -> Real| {
+        let mut v: Vec<Real> = body.positions.iter().map(f).collect();
+        v.sort_by(Real::total_cmp);
+        v.get(v.len() / 2).copied().unwrap_or(0.0)
+    };
+    (median(|p| p.x), median(|p| p.z))
+}
+
+/// The torso slice of `body` at height `y_m` (m), as [`find_waist`] measures it.
+pub fn waist_at(body: &Mesh, y_m: Real) -> Result<Waist, FitError> {
+    slice(body, y_m, vertical_axis(body)).ok_or(FitError::NoWaist {
+        name: body.name.clone(),
+        from_m: y_m,
+        to_m: y_m,
     })
 }
 
@@ -150,9 +185,18 @@ fn slice(body: &Mesh, y: Real, axis: (Real, Real)) -> Option<Waist> {
 /// A flared skirt around `body`'s waist ([`find_waist`]), clear of the body by
 /// `params.clearance_m`; its waistband (the returned `pinned` vertices) is meant to be pinned
 /// to the body. The body must be closed, so that its signed distance is defined.
-pub fn fit_skirt(body: &Mesh, params: &SkirtParams) -> Result<Garment, FitError> {
+///
+/// `waist_height_m` places the waistband at that height (m) instead of [`find_waist`]'s.
+pub fn fit_skirt(
+    body: &Mesh,
+    params: &SkirtParams,
+    waist_height_m: Option<Real>,
+) -> Result<Garment, FitError> {
     let collider = closed_collider(body)?;
-    let waist = find_waist(body)?;
+    let waist = match waist_height_m {
+        Some(y) => waist_at(body, y)?,
+        None => find_waist(body)?,
+    };
     let sdf = |p: Vec3| collider.closest(p).signed_distance_m;
     Ok(skirt_around(params, &waist, &sdf))
 }
@@ -192,7 +236,7 @@ mod tests {
             segments: 24,
             ..Default::default()
         };
-        let g = fit_skirt(&body, &params).unwrap();
+        let g = fit_skirt(&body, &params, None).unwrap();
         let collider = BodyCollider::new(&body).unwrap();
         for p in &g.mesh.positions {
             assert!(collider.closest(*p).signed_distance_m >= params.clearance_m - 1e-4);
@@ -205,7 +249,7 @@ mod tests {
         let empty = Mesh::new("nothing", Vec::new(), Vec::new());
         assert!(matches!(find_waist(&empty), Err(FitError::Body { .. })));
         let tri = Mesh::new("sheet", vec![Vec3::ZERO, Vec3::X, Vec3::Y], vec![[0, 1, 2]]);
-        let e = fit_skirt(&tri, &SkirtParams::default()).unwrap_err();
+        let e = fit_skirt(&tri, &SkirtParams::default(), None).unwrap_err();
         assert!(e.to_string().contains("not closed"), "{e}");
     }
 }

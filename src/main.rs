@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use drape::bake::{bake, BakeOptions, BakeResult, LoadedScene};
-use drape::demo::{write_demo, DemoScene};
+use drape::demo::{fitted_skirt_params, write_demo, write_fitted_skirt, DemoScene};
 use drape::io::gltf_export::{write_bake_glb, BakeExport, BodyExport};
 
 /// Drape: garment simulation (XPBD) on characters, baked to glTF and point caches.
@@ -49,6 +49,14 @@ enum Command {
         /// Cloth vertices per side (sphere-drop only).
         #[arg(long)]
         grid: Option<u32>,
+        /// The character to dress (fitted-skirt only): a closed, Y-up glTF body, skinned and
+        /// animated or not.
+        #[arg(long)]
+        body: Option<PathBuf>,
+        /// Height of the skirt's waistband at the body's rest pose, in m (fitted-skirt only;
+        /// default: the detected waist).
+        #[arg(long)]
+        waist_height: Option<f32>,
     },
     /// List the meshes, skins, animations and morph targets of a glTF file.
     Inspect {
@@ -68,6 +76,39 @@ enum DemoKind {
     Default,
     /// The standard scene: a cloth dropped on a sphere.
     SphereDrop,
+    /// A skirt fitted to the waist of the character given with --body, pinned to it, over the
+    /// body's animation.
+    FittedSkirt,
+}
+
+fn run_demo(
+    dir: &Path,
+    scene: DemoKind,
+    grid: Option<u32>,
+    body: Option<&Path>,
+    waist_height: Option<f32>,
+) -> Result<(), String> {
+    let written = match (scene, grid, body) {
+        (DemoKind::SphereDrop, grid, None) if waist_height.is_none() => {
+            write_demo(dir, DemoScene::SphereDrop, grid)
+        }
+        (DemoKind::Default, None, None) if waist_height.is_none() => {
+            write_demo(dir, DemoScene::Default, None)
+        }
+        (DemoKind::FittedSkirt, None, Some(body)) => {
+            write_fitted_skirt(dir, body, &fitted_skirt_params(), waist_height)
+        }
+        (DemoKind::FittedSkirt, _, None) => {
+            return Err("--scene fitted-skirt needs --body FILE.glb: the character to dress".into())
+        }
+        (_, Some(_), _) => {
+            return Err("--grid applies to --scene sphere-drop only".into());
+        }
+        _ => return Err("--body and --waist-height apply to --scene fitted-skirt only".into()),
+    };
+    written
+        .map(|p| eprintln!("wrote {}", p.display()))
+        .map_err(|e| e.to_string())
 }
 
 fn main() -> ExitCode {
@@ -81,20 +122,13 @@ fn main() -> ExitCode {
             pc2,
             mdd,
         }) => run_bake(&scene, &out, frames, stats.as_deref(), pc2.as_deref(), mdd.as_deref()),
-        Some(Command::Demo { dir, scene, grid }) => match (scene, grid) {
-            (DemoKind::Default, Some(_)) => {
-                Err("--grid applies to --scene sphere-drop only; the default scene's skirt has a fixed mesh".into())
-            }
-            (scene, grid) => {
-                let which = match scene {
-                    DemoKind::Default => DemoScene::Default,
-                    DemoKind::SphereDrop => DemoScene::SphereDrop,
-                };
-                write_demo(&dir, which, grid)
-                    .map(|p| eprintln!("wrote {}", p.display()))
-                    .map_err(|e| e.to_string())
-            }
-        },
+        Some(Command::Demo {
+            dir,
+            scene,
+            grid,
+            body,
+            waist_height,
+        }) => run_demo(&dir, scene, grid, body.as_deref(), waist_height),
         Some(Command::Inspect { file }) => drape::io::inspect::inspect(&file)
             .map(|r| print!("{r}"))
             .map_err(|e| e.to_string()),

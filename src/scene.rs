@@ -469,6 +469,40 @@ mod tests {
     }
 
     #[test]
+    fn end_frame_reads_old_and_new_forms_and_defaults_to_the_animation() {
+        let parse = |t: &str| {
+            Scene::from_ron(
+                &format!("(garments: [(path: \"g.glb\")], timeline: ({t}))"),
+                Path::new("t.ron"),
+            )
+        };
+        assert_eq!(parse("end_frame: 60").unwrap().timeline.end_frame, Some(60));
+        assert_eq!(
+            parse("end_frame: Some(60)").unwrap().timeline.end_frame,
+            Some(60)
+        );
+        let none = parse("end_frame: None").unwrap().timeline;
+        assert_eq!(none.end_frame, None);
+        // 2 s at 24 fps: frames at 0, 1/24, …, 2 s.
+        assert_eq!(none.frame_count(Some(2.0)), 49);
+        assert_eq!(none.frame_count(None), DEFAULT_FRAMES);
+        assert_eq!(
+            parse("end_frame: 10")
+                .unwrap()
+                .timeline
+                .frame_count(Some(2.0)),
+            10
+        );
+        let e = parse("settle_push_speed_m_per_s: -1.0").unwrap_err();
+        assert!(
+            e.to_string().contains("timeline.settle_push_speed_m_per_s"),
+            "{e}"
+        );
+        let e = parse("preroll_frames: 20000").unwrap_err();
+        assert!(e.to_string().contains("timeline.preroll_frames"), "{e}");
+    }
+
+    #[test]
     fn errors_name_file_and_field() {
         let e = Scene::from_ron(
             "(garments: [(path: \"g.glb\", fabric: \"velvet\")])",
