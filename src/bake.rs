@@ -18,7 +18,9 @@ use crate::io::gltf_import::{load_mesh, GltfImportError};
 use crate::material::{build_cloth, build_tethers, Fabric};
 use crate::math::{Real, Vec3};
 use crate::mesh::{weld, Mesh, MeshError, QualityReport, Severity, Topology, Welded};
-use crate::scene::{GarmentSpec, PinTarget, Pins, Scene, SceneError, AUTO_BIND_DISTANCE_M};
+use crate::scene::{
+    GarmentSpec, PinTarget, Pins, Scene, SceneError, AUTO_BIND_DISTANCE_M, MAX_FRAMES,
+};
 use crate::sim::{Anchored, BodyBinding, BodyMotion, ClothModel, Pin, SimError, Solver};
 use crate::stats::{
     count_self_intersections, edge_stretch, ConstraintCounts, FrameStats, StageMs, Stats,
@@ -134,6 +136,7 @@ impl LoadedBody {
             playback: self.playback,
             animation_start_s: self.animation_range_s().map_or(0.0, |r| r.0),
             preroll_s,
+            scratch: rest.clone(),
             rest,
             first,
         }
@@ -155,6 +158,8 @@ pub struct BodyClock {
     preroll_s: f64,
     rest: Pose,
     first: Pose,
+    /// Reused by [`BodyMotion::pose_at`], which runs at every substep.
+    scratch: Pose,
 }
 
 impl BodyClock {
@@ -183,8 +188,18 @@ impl BodyClock {
 
 impl BodyMotion for BodyClock {
     fn pose_at(&mut self, time_s: f64, out: &mut Vec<Vec3>) {
-        let pose = self.pose(time_s);
-        self.rig.skin(&pose, out);
+        match self.animation {
+            // The animation proper, at every substep: sample into a reused pose.
+            Some(a) if time_s >= self.preroll_s => {
+                let t = self.animation_start_s + (time_s - self.preroll_s);
+                self.rig.sample_into(a, t, self.playback, &mut self.scratch);
+                self.rig.skin(&self.scratch, out);
+            }
+            _ => {
+                let pose = self.pose(time_s);
+                self.rig.skin(&pose, out);
+            }
+        }
     }
 }
 
@@ -326,13 +341,22 @@ impl LoadedScene {
     }
 
     /// Frames to bake: the timeline's range, or the body animation's when it has no end frame.
+    ///
+    /// A looping animation of length `L` gives the frames at `k/fps < L`: the pose at `L` is
+    /// the first one again, so a baked loop does not repeat a frame. A clamped one includes `L`.
     pub fn frame_count(&self) -> u32 {
-        let animation_s = self
-            .body
-            .as_ref()
-            .and_then(|b| b.animation_range_s())
-            .map(|(a, b)| b - a);
-        self.scene.timeline.frame_count(animation_s)
+        let timeline = &self.scene.timeline;
+        let Some(body) = self.body.as_ref() else {
+            return timeline.frame_count(None);
+        };
+        let length = body.animation_range_s().map(|(a, b)| b - a);
+        match (timeline.end_frame, length, body.playback) {
+            (None, Some(len), Playback::Loop) if len.is_finite() && len > 0.0 => {
+                ((len * timeline.fps as f64 - 1e-6).ceil() as i64).clamp(1, MAX_FRAMES as i64)
+                    as u32
+            }
+            _ => timeline.frame_count(length),
+        }
     }
 
     /// The collider for the body at its rest pose, if the scene has a body.
@@ -573,14 +597,24 @@ pub fn bake(loaded: &LoadedScene, options: &BakeOptions) -> Result<BakeResult, B
         .as_ref()
         .map(|b| b.clock(preroll as f64 * dt as f64));
     if let Some(clock) = &clock {
-        if clock.rig().is_animated() || preroll > 0 {
+        // A body that does not move is left static: posing it every substep would cost a
+        // skinning and a refit for nothing.
+        if clock.rig().is_animated() {
             solver
                 .set_body_motion(Box::new(clock.clone()))
                 .map_err(|e| sim_err(start_frame, e))?;
         }
     }
-    // Pre-roll: settle the garment while the body blends into its first pose.
     let mut warnings = loaded.warnings.clone();
+    if preroll == 0 && clock.as_ref().is_some_and(|c| c.rig().is_animated()) {
+        warnings.push(format!(
+            "{}: timeline.preroll_frames is 0, so the animated body starts at its first animation \
+             pose while the garment sits where it was fitted (the rest pose); set a pre-roll \
+             (e.g. 24 frames) to blend the body in",
+            loaded.path.display()
+        ));
+    }
+    // Pre-roll: settle the garment while the body blends into its first pose.
     let mut settle_rollbacks = 0;
     if preroll > 0 {
         solver.set_settling(Some(scene.timeline.settle_push_speed_m_per_s));
@@ -588,6 +622,10 @@ pub fn bake(loaded: &LoadedScene, options: &BakeOptions) -> Result<BakeResult, B
             let frame = start_frame.saturating_sub((preroll - k) as i32);
             let r = solver.step_frame(dt).map_err(|e| sim_err(frame, e))?;
             settle_rollbacks += r.rollbacks;
+            warnings.extend(
+                (r.rollback_reasons.iter())
+                    .map(|r| format!("pre-roll frame {frame}: rolled back at {r}")),
+            );
         }
         solver.set_settling(None);
     }

@@ -15,6 +15,7 @@ use crate::io::gltf_export::{write_static_glb, GltfExportError};
 use crate::math::Real;
 use crate::scene::{BodySpec, GarmentSpec, Pins, Scene, SceneError, Timeline};
 use crate::shapes::{grid_cloth, mannequin, skirt, uv_sphere, SkirtParams};
+use crate::sim::SolverSettings;
 
 /// Which built-in scene.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -160,6 +161,12 @@ pub fn fitted_skirt_params() -> SkirtParams {
 /// come closer.
 pub const FITTED_SKIRT_PIN_STRIDE: usize = 8;
 
+/// The failure stretch of a [`write_fitted_skirt`] scene (300 %). Characters whose hands
+/// brush their hips (CesiumMan's hang 2–5 cm from them) pinch the skirt and stretch a few edges
+/// far beyond the default 100 % for a moment; smaller steps cannot undo a pinch, so counting it
+/// as a blow-up would only stop the bake.
+pub const FITTED_SKIRT_FAILURE_STRETCH: Real = 3.0;
+
 /// Writes a scene dressing the character in `body_glb` with a skirt (`params`, e.g.
 /// [`fitted_skirt_params`]) fitted to its waist:
 /// `skirt.glb` and `scene.ron` in `dir` (the scene refers to the body by its absolute path).
@@ -213,6 +220,11 @@ pub fn write_fitted_skirt(
         }],
         timeline: Timeline {
             preroll_frames: 24,
+            ..Default::default()
+        },
+        solver: SolverSettings {
+            failure_stretch: FITTED_SKIRT_FAILURE_STRETCH,
+            max_retries: 4,
             ..Default::default()
         },
         ..Default::default()

@@ -23,7 +23,7 @@ pub enum FitError {
         problem: String,
     },
     /// No torso slice was found where the waist should be.
-    #[error("body mesh '{name}': no torso found between {from_m:.2} m and {to_m:.2} m above its feet; is the body Y-up and standing?")]
+    #[error("body mesh '{name}': no torso found between heights {from_m:.2} m and {to_m:.2} m; is the body Y-up, standing, and modelled in metres?")]
     NoWaist {
         /// Mesh name.
         name: String,
@@ -68,7 +68,9 @@ pub fn find_waist(body: &Mesh) -> Result<Waist, FitError> {
         })
     };
     let heights = |from: Real, to: Real| {
-        let steps = ((to - from) / 0.005).ceil().max(1.0) as usize;
+        // 5 mm steps, at most 400 slices (a body far larger than a person, e.g. modelled in
+        // centimetres, is scanned coarser instead of for ever).
+        let steps = ((to - from) / 0.005).ceil().clamp(1.0, 400.0) as usize;
         (0..=steps).map(move |k| from + (to - from) * k as Real / steps as Real)
     };
     let crotch = heights(

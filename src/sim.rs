@@ -4,21 +4,30 @@
 //! in Physics Simulation*, SCA 2019). Each substep runs these stages, each timed in
 //! [`StageTimes`]:
 //!
-//! 1. **Kinematics**: hard-pinned particles (inverse mass 0) move to their targets.
-//! 2. **Predict**: `v += h·g`, `x_prev = x`, `x += h·v` for free particles.
-//! 3. **Contacts**: particles within `thickness + margin` of the body get a contact (closest
-//!    point and outward normal) for the rest of the substep.
+//! 1. **Kinematics**: an animated body ([`BodyMotion`]) is posed at the substep's end time, its
+//!    collider refitted, and the targets of pins and attachments bound to it
+//!    ([`BodyBinding`]) re-evaluated.
+//! 2. **Predict**: `x_prev = x`; `v += h·g`, `x += h·v` for free particles; hard-pinned
+//!    particles (inverse mass 0) go to their targets, so their velocity is the target's and they
+//!    never lag a frame behind the body.
+//! 3. **Contacts**: particles whose motion over the substep comes within `thickness + margin`
+//!    of the body get a contact (closest point, outward normal, the body surface's own motion);
+//!    fast ones are swept, pinched ones get a second contact on the facing surface (see
+//!    [`BodyCollider::contacts`]).
 //! 4. **Reset**: every multiplier `λ` is set to 0; it accumulates over this substep's iterations.
 //! 5. **Project**, `iterations` times a symmetric Gauss–Seidel pass (a forward sweep, then a
 //!    backward sweep): soft attachments → tethers → stretch → shear → bend → contacts
-//!    (inequality, accumulated `λ ≥ 0`); after the last sweep, position-level Coulomb friction on
-//!    the active contacts (the only friction model: none at the velocity level).
-//! 6. **Velocities**: `v = (x − x_prev)/h`, then damping `v ← v·exp(−c·h)`.
-//! 7. **Check**: a non-finite position or an edge stretched beyond
-//!    [`SolverSettings::failure_stretch`] rolls the substep back to its checkpoint and retries it
-//!    as two half steps, at most [`SolverSettings::max_retries`] levels deep; each retry is
-//!    counted in [`FrameReport::rollbacks`]. A substep that still fails is an error, never
-//!    silently kept.
+//!    (inequality, accumulated `λ ≥ 0`).
+//! 6. **Velocities**: `v = (x − x_prev)/h`; then Coulomb friction against the body at the
+//!    velocity level (the only friction model: none on positions); then damping
+//!    `v ← v·exp(−c·h)`.
+//! 7. **Check**: non-finite values, an edge stretched beyond
+//!    [`SolverSettings::failure_stretch`], a particle deeper than
+//!    [`SolverSettings::failure_penetration_m`] behind a contact (not while settling), or many
+//!    triangles flipping at once roll the substep back to its checkpoint (particles and body
+//!    pose) and retry it as two half steps with sanitised velocities, at most
+//!    [`SolverSettings::max_retries`] levels deep; each retry is counted in
+//!    [`FrameReport::rollbacks`]. A substep that still fails is an error, never silently kept.
 //!
 //! The constraint mathematics is in [`crate::constraints`].
 //!
@@ -541,6 +550,20 @@ impl Solver {
                     count,
                 });
             }
+            let body_vertices = body.as_ref().map_or(0, |b| b.shape().vertices().len());
+            if let Some(&v) = b
+                .anchor
+                .vertices
+                .iter()
+                .find(|&&v| v as usize >= body_vertices)
+            {
+                return Err(SimError::BadIndex {
+                    kind: "body binding (anchor vertex)",
+                    index,
+                    particle: v,
+                    count: body_vertices,
+                });
+            }
         }
         for (field, len) in [
             ("mass_kg", model.mass_kg.len()),
@@ -656,7 +679,8 @@ impl Solver {
         self.times
     }
 
-    /// Moves a hard pin's target (m); the particle follows from the next substep.
+    /// Moves a hard pin's target (m); the particle follows from the next substep. A pin bound to
+    /// an animated body gets its target from the body again at every substep.
     pub fn set_pin_target(&mut self, pin: usize, target_m: Vec3) {
         if let Some(p) = self.model.pins.get_mut(pin) {
             p.target_m = target_m;
@@ -901,7 +925,8 @@ impl Solver {
         lambda_contact.resize(contacts.len(), 0.0);
 
         // 5. Project.
-        let max_push = settle_push_m_per_s.map(|v| v * h);
+        // Per contact projection; a substep projects each contact 2·iterations times.
+        let max_push = settle_push_m_per_s.map(|v| v * h / (2 * settings.iterations) as Real);
         let x = &mut p.x;
         let w = &p.inv_mass;
         let sweeps = 2 * settings.iterations;
@@ -989,13 +1014,20 @@ impl Solver {
             });
             for (c, l) in contacts.iter().zip(lambda_contact.iter_mut()) {
                 let i = c.particle as usize;
+                let before = *l;
                 if let Outcome::Move([d]) =
                     solve_contact(x[i], w[i], c.point_m, c.normal, c.thickness_m, l)
                 {
-                    x[i] += match max_push {
-                        Some(m) if d.length_squared() > m * m => d * (m / d.length()),
-                        _ => d,
-                    };
+                    match max_push {
+                        // Settling: limit the move, and the multiplier with it, so friction
+                        // (which reads λ) sees only the push that was applied.
+                        Some(m) if d.length_squared() > m * m => {
+                            let f = m / d.length();
+                            x[i] += d * f;
+                            *l = before + (*l - before) * f;
+                        }
+                        _ => x[i] += d,
+                    }
                 }
             }
         }
