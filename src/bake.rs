@@ -64,6 +64,22 @@ pub enum BakeError {
         /// The problem.
         source: ColliderError,
     },
+    /// The body could not be posed at some time (a broken rig or animation).
+    #[error(
+        "{scene}: frame {frame}: the body {body} cannot be posed at t = {time_s:.4} s: {source}"
+    )]
+    BodyPose {
+        /// The scene file.
+        scene: PathBuf,
+        /// The body's glTF file.
+        body: PathBuf,
+        /// Timeline frame at which it happened.
+        frame: i32,
+        /// Simulated time (s).
+        time_s: f64,
+        /// What went wrong.
+        source: ColliderError,
+    },
     /// The solver refused the set-up or failed.
     #[error("{scene}: frame {frame}: {source}")]
     Sim {
@@ -583,10 +599,25 @@ pub fn bake(loaded: &LoadedScene, options: &BakeOptions) -> Result<BakeResult, B
         tether: model.tethers.len(),
     };
     let start_frame = scene.timeline.start_frame;
-    let sim_err = |frame, source| BakeError::Sim {
-        scene: loaded.path.clone(),
-        frame,
-        source,
+    let body_path = loaded
+        .body
+        .as_ref()
+        .map(|b| b.path.clone())
+        .unwrap_or_default();
+    let sim_err = |frame, source| match source {
+        // A pose the collider cannot take is the body file's fault: name it.
+        SimError::Body { time_s, source } => BakeError::BodyPose {
+            scene: loaded.path.clone(),
+            body: body_path.clone(),
+            frame,
+            time_s,
+            source,
+        },
+        source => BakeError::Sim {
+            scene: loaded.path.clone(),
+            frame,
+            source,
+        },
     };
     let mut solver =
         Solver::new(scene.solver.clone(), model, body).map_err(|e| sim_err(start_frame, e))?;

@@ -122,8 +122,9 @@ pub enum SimError {
         /// What is wrong.
         problem: &'static str,
     },
-    /// A constraint refers to a particle that does not exist.
-    #[error("{kind} constraint {index} refers to particle {particle}, but there are {count}")]
+    /// A constraint refers to a particle that does not exist (or a body binding to a pin,
+    /// attachment or body vertex that does not exist).
+    #[error("{kind} entry {index} refers to index {particle}, but there are {count}")]
     BadIndex {
         /// Constraint kind.
         kind: &'static str,
