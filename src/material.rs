@@ -145,6 +145,20 @@ pub const BUILTIN_FABRICS: &[(&str, &str)] = &[
     ),
     ("denim", include_str!("../presets/fabrics/denim.ron")),
     (
+        "jersey_knit",
+        include_str!("../presets/fabrics/jersey_knit.ron"),
+    ),
+    (
+        "wool_suiting",
+        include_str!("../presets/fabrics/wool_suiting.ron"),
+    ),
+    ("leather", include_str!("../presets/fabrics/leather.ron")),
+    (
+        "polyester",
+        include_str!("../presets/fabrics/polyester.ron"),
+    ),
+    ("chiffon", include_str!("../presets/fabrics/chiffon.ron")),
+    (
         "silk_charmeuse",
         include_str!("../presets/fabrics/silk_charmeuse.ron"),
     ),
@@ -356,6 +370,38 @@ mod tests {
                 .map(|d| d.rest_length_m * d.rest_length_m / d.compliance_m_per_n)
                 .sum();
             assert_relative_eq!(sum, 3.0 * 2000.0, max_relative = 1e-3);
+        }
+    }
+
+    /// The eight fabrics of issue 4 are built in, each with its source, and they differ the
+    /// way the sources say: chiffon lightest and limpest, leather heaviest and stiffest.
+    #[test]
+    fn builtin_library_has_the_eight_sourced_fabrics() {
+        let names = [
+            "cotton_shirting",
+            "denim",
+            "silk_charmeuse",
+            "jersey_knit",
+            "wool_suiting",
+            "leather",
+            "polyester",
+            "chiffon",
+        ];
+        let fabrics: Vec<Fabric> = names.iter().map(|n| builtin_fabric(n).unwrap()).collect();
+        for (n, f) in names.iter().zip(&fabrics) {
+            assert!(!f.source.trim().is_empty(), "{n} has no source");
+            let text = BUILTIN_FABRICS.iter().find(|(k, _)| k == n).unwrap().1;
+            assert!(
+                text.contains("// "),
+                "{n}: values need their sources in comments"
+            );
+        }
+        let by = |n: &str| &fabrics[names.iter().position(|k| *k == n).unwrap()];
+        for f in &fabrics {
+            assert!(by("chiffon").density_kg_per_m2 <= f.density_kg_per_m2);
+            assert!(by("leather").density_kg_per_m2 >= f.density_kg_per_m2);
+            assert!(by("chiffon").bend_warp_n_m <= f.bend_warp_n_m);
+            assert!(by("leather").bend_warp_n_m >= f.bend_warp_n_m);
         }
     }
 
