@@ -325,6 +325,20 @@ pub struct ClothModel {
     pub body_bindings: Vec<BodyBinding>,
 }
 
+impl ClothModel {
+    /// Sets the targets of the pins and attachments bound to the body from `body`'s current
+    /// pose.
+    fn update_bound_targets(&mut self, body: &BodyCollider) {
+        for b in &self.body_bindings {
+            let target = b.anchor.evaluate(body);
+            match b.target {
+                Anchored::Pin(k) => self.pins[k as usize].target_m = target,
+                Anchored::Attachment(k) => self.attach[k as usize].target_m = target,
+            }
+        }
+    }
+}
+
 /// A boxed [`BodyMotion`], so that the solver can derive `Debug`.
 struct MotionBox(Box<dyn BodyMotion>);
 
@@ -744,13 +758,7 @@ impl Solver {
         if self.body_positions.is_empty() {
             return;
         }
-        for b in &self.model.body_bindings {
-            let target = b.anchor.evaluate(body);
-            match b.target {
-                Anchored::Pin(k) => self.model.pins[k as usize].target_m = target,
-                Anchored::Attachment(k) => self.model.attach[k as usize].target_m = target,
-            }
-        }
+        self.model.update_bound_targets(body);
     }
 
     /// Advances one frame of `dt_frame_s` seconds in `settings.substeps` substeps.
@@ -868,13 +876,7 @@ impl Solver {
             collider
                 .set_pose(body_positions)
                 .map_err(SubstepFailure::Body)?;
-            for b in &model.body_bindings {
-                let target = b.anchor.evaluate(collider);
-                match b.target {
-                    Anchored::Pin(k) => model.pins[k as usize].target_m = target,
-                    Anchored::Attachment(k) => model.attach[k as usize].target_m = target,
-                }
-            }
+            model.update_bound_targets(collider);
         }
         times.kinematics += t.elapsed();
 
