@@ -54,7 +54,11 @@ const TORSO_RADIUS_M: Real = 0.3;
 /// [`WAIST_ABOVE_CROTCH`] above that, so a narrow chest (stylised characters often have one)
 /// is not taken for it. The body must be closed.
 pub fn find_waist(body: &Mesh) -> Result<Waist, FitError> {
-    let collider = closed_collider(body)?;
+    find_waist_in(body, &closed_collider(body)?)
+}
+
+/// [`find_waist`] with the body's (closed) collider already built.
+fn find_waist_in(body: &Mesh, collider: &BodyCollider) -> Result<Waist, FitError> {
     let (lo, hi) = bounds(&body.positions).ok_or_else(|| FitError::Body {
         name: body.name.clone(),
         problem: "the mesh has no vertices".into(),
@@ -197,7 +201,7 @@ pub fn fit_skirt(
     let collider = closed_collider(body)?;
     let waist = match waist_height_m {
         Some(y) => waist_at(body, y)?,
-        None => find_waist(body)?,
+        None => find_waist_in(body, &collider)?,
     };
     let sdf = |p: Vec3| collider.closest(p).signed_distance_m;
     Ok(skirt_around(params, &waist, &sdf))
