@@ -170,6 +170,32 @@ impl BodyCollider {
     /// both (`collider_update`), and the refit is the faster one for the deformations of a
     /// skinned character. Fails when the vertex count differs from the mesh's.
     pub fn set_pose(&mut self, positions: &[Vec3]) -> Result<(), ColliderError> {
+        self.stage_pose(positions)?;
+        self.shape.set_vertices(&self.scratch);
+        self.refresh_normals();
+        Ok(())
+    }
+
+    /// Rebuilds the collider from scratch at a new pose (the alternative to
+    /// [`Self::set_pose`]'s refit; kept for the benchmark that compares the two). The collider
+    /// ends in the same state as after [`Self::set_pose`].
+    pub fn rebuild_at_pose(&mut self, positions: &[Vec3]) -> Result<(), ColliderError> {
+        self.stage_pose(positions)?;
+        let flags = self.shape.flags();
+        self.shape =
+            TriMesh::with_flags(self.scratch.clone(), self.shape.indices().to_vec(), flags)
+                .map_err(|e| ColliderError::Invalid {
+                    name: "body (posed)".into(),
+                    reason: e.to_string(),
+                })?;
+        self.refresh_normals();
+        Ok(())
+    }
+
+    /// The shared first half of a pose update: checks `positions`, maps them onto the collider
+    /// vertices in `scratch`, keeps the current vertices as the previous pose and adds the
+    /// largest vertex displacement to the body's travel.
+    fn stage_pose(&mut self, positions: &[Vec3]) -> Result<(), ColliderError> {
         if positions.len() != self.source_count {
             return Err(ColliderError::PoseLength {
                 expected: self.source_count,
@@ -189,39 +215,19 @@ impl BodyCollider {
             .fold(0.0, Real::max)
             .sqrt();
         self.travel_m += f64::from(step);
-        self.shape.set_vertices(&self.scratch);
-        if let Some(pn) = self.pseudo.as_mut() {
-            pn.update(&self.scratch, self.shape.indices());
-        }
-        vertex_normals(&self.scratch, self.shape.indices(), &mut self.normals);
         Ok(())
     }
 
-    /// Rebuilds the collider from scratch at a new pose (the alternative to
-    /// [`Self::set_pose`]'s refit; kept for the benchmark that compares the two).
-    pub fn rebuild_at_pose(&mut self, positions: &[Vec3]) -> Result<(), ColliderError> {
-        if positions.len() != self.source_count {
-            return Err(ColliderError::PoseLength {
-                expected: self.source_count,
-                got: positions.len(),
-            });
+    /// Recomputes the pseudo-normals (closed body) and vertex normals for the current vertices.
+    fn refresh_normals(&mut self) {
+        if let Some(pn) = self.pseudo.as_mut() {
+            pn.update(self.shape.vertices(), self.shape.indices());
         }
-        let verts: Vec<Vec3> = self
-            .source_of
-            .iter()
-            .map(|&s| positions[s as usize])
-            .collect();
-        self.prev.clear();
-        self.prev.extend_from_slice(self.shape.vertices());
-        let flags = self.shape.flags();
-        self.shape =
-            TriMesh::with_flags(verts, self.shape.indices().to_vec(), flags).map_err(|e| {
-                ColliderError::Invalid {
-                    name: "body".into(),
-                    reason: e.to_string(),
-                }
-            })?;
-        Ok(())
+        vertex_normals(
+            self.shape.vertices(),
+            self.shape.indices(),
+            &mut self.normals,
+        );
     }
 
     /// How far the surface point `point_m` of triangle `tri` moved since the previous pose
@@ -781,6 +787,30 @@ mod tests {
             .flat_map(|q| [[q[0], q[1], q[2]], [q[0], q[2], q[3]]])
             .collect();
         Mesh::new("cube", p, t)
+    }
+
+    /// Rebuilding leaves the collider exactly as refitting does: inside test, surface motion
+    /// and anchors all follow the new pose.
+    #[test]
+    fn rebuild_and_refit_agree() {
+        let m = cube();
+        let moved: Vec<Vec3> = m.positions.iter().map(|p| *p + Vec3::X * 0.1).collect();
+        let (mut refit, mut rebuilt) = (
+            BodyCollider::new(&m).unwrap(),
+            BodyCollider::new(&m).unwrap(),
+        );
+        let anchor = refit.anchor(Vec3::new(0.0, 0.51, 0.0));
+        refit.set_pose(&moved).unwrap();
+        rebuilt.rebuild_at_pose(&moved).unwrap();
+        let p = Vec3::new(0.55, 0.2, 0.0);
+        let (a, b) = (refit.closest(p), rebuilt.closest(p));
+        assert_relative_eq!(a.signed_distance_m, -0.05, epsilon = 1e-6);
+        assert_relative_eq!(b.signed_distance_m, a.signed_distance_m, epsilon = 1e-6);
+        let q = Vec3::new(0.6, 0.5, 0.0);
+        assert_relative_eq!(rebuilt.surface_motion(b.triangle, q).x, 0.1, epsilon = 1e-6);
+        let (ea, eb) = (anchor.evaluate(&refit), anchor.evaluate(&rebuilt));
+        assert!(ea.distance(eb) < 1e-6 && ea.distance(Vec3::new(0.1, 0.51, 0.0)) < 1e-6);
+        assert_eq!(refit.travel_m, rebuilt.travel_m);
     }
 
     #[test]
