@@ -765,28 +765,7 @@ mod tests {
 
     /// A closed unit cube centred at the origin, outward winding.
     fn cube() -> Mesh {
-        let p = (0..8)
-            .map(|i| {
-                Vec3::new(
-                    if i & 1 == 0 { -0.5 } else { 0.5 },
-                    if i & 2 == 0 { -0.5 } else { 0.5 },
-                    if i & 4 == 0 { -0.5 } else { 0.5 },
-                )
-            })
-            .collect();
-        let quads = [
-            [0, 2, 3, 1],
-            [4, 5, 7, 6],
-            [0, 1, 5, 4],
-            [2, 6, 7, 3],
-            [0, 4, 6, 2],
-            [1, 3, 7, 5],
-        ];
-        let t = quads
-            .iter()
-            .flat_map(|q| [[q[0], q[1], q[2]], [q[0], q[2], q[3]]])
-            .collect();
-        Mesh::new("cube", p, t)
+        crate::shapes::cuboid("cube", Vec3::splat(-0.5), Vec3::splat(0.5))
     }
 
     /// Rebuilding leaves the collider exactly as refitting does: inside test, surface motion

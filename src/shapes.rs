@@ -87,6 +87,34 @@ pub struct Garment {
 // Sphere and grid
 // ---------------------------------------------------------------------------------------------
 
+/// An axis-aligned box from `min` to `max` (m): 8 vertices, 12 triangles, counter-clockwise
+/// seen from outside, so it is closed with a positive volume. Vertex `i` has the `max`
+/// coordinate on x when bit 0 of `i` is set, on y for bit 1, on z for bit 2. Named `name`.
+pub fn cuboid(name: &str, min: Vec3, max: Vec3) -> Mesh {
+    let positions = (0..8)
+        .map(|i| {
+            Vec3::new(
+                if i & 1 == 0 { min.x } else { max.x },
+                if i & 2 == 0 { min.y } else { max.y },
+                if i & 4 == 0 { min.z } else { max.z },
+            )
+        })
+        .collect();
+    let quads: [[u32; 4]; 6] = [
+        [0, 2, 3, 1],
+        [4, 5, 7, 6],
+        [0, 1, 5, 4],
+        [2, 6, 7, 3],
+        [0, 4, 6, 2],
+        [1, 3, 7, 5],
+    ];
+    let indices = quads
+        .iter()
+        .flat_map(|q| [[q[0], q[1], q[2]], [q[0], q[2], q[3]]])
+        .collect();
+    Mesh::new(name, positions, indices)
+}
+
 /// A closed UV sphere of radius `radius_m` (m) centred at the origin, with outward normals.
 ///
 /// `segments` (at least 3) vertices go around each of the `rings − 1` parallels (`rings` at least

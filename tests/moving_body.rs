@@ -136,29 +136,11 @@ fn fast_sphere_does_not_tunnel_through_hanging_cloth() {
 
 /// A slab 1 cm thick, spanning x and z in [−0.5, 0.5] m, with its top at y = 0.
 fn thin_slab() -> Mesh {
-    let (h, t) = (0.5, 0.01);
-    let p = (0..8)
-        .map(|i| {
-            Vec3::new(
-                if i & 1 == 0 { -h } else { h },
-                if i & 2 == 0 { -t } else { 0.0 },
-                if i & 4 == 0 { -h } else { h },
-            )
-        })
-        .collect();
-    let quads = [
-        [0, 2, 3, 1],
-        [4, 5, 7, 6],
-        [0, 1, 5, 4],
-        [2, 6, 7, 3],
-        [0, 4, 6, 2],
-        [1, 3, 7, 5],
-    ];
-    let tris = quads
-        .iter()
-        .flat_map(|q| [[q[0], q[1], q[2]], [q[0], q[2], q[3]]])
-        .collect();
-    Mesh::new("slab", p, tris)
+    drape::shapes::cuboid(
+        "slab",
+        Vec3::new(-0.5, -0.01, -0.5),
+        Vec3::new(0.5, 0.0, 0.5),
+    )
 }
 
 /// The continuous test proper: a cloth thrown down at 30 m/s moves 12.5 cm per substep, more
