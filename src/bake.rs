@@ -330,6 +330,31 @@ impl LoadedScene {
             .sum()
     }
 
+    /// The merged render mesh's positions (m, in [`Self::merged_render_mesh`] order) for the
+    /// solver's particle positions `x`; `offsets` are the garments' first particles, as
+    /// [`Self::build_model`] returns them.
+    pub fn render_positions(&self, offsets: &[u32], x: &[Vec3]) -> Vec<Vec3> {
+        self.garments
+            .iter()
+            .zip(offsets)
+            .flat_map(|(g, &base)| {
+                g.welded
+                    .original_to_welded
+                    .iter()
+                    .map(move |&i| x[(i + base) as usize])
+            })
+            .collect()
+    }
+
+    /// For each merged render vertex, the solver particle that drives it.
+    pub fn render_to_particle(&self, offsets: &[u32]) -> Vec<u32> {
+        self.garments
+            .iter()
+            .zip(offsets)
+            .flat_map(|(g, &base)| g.welded.original_to_welded.iter().map(move |&i| i + base))
+            .collect()
+    }
+
     /// Total render vertices.
     pub fn render_vertices(&self) -> usize {
         self.garments.iter().map(|g| g.render.positions.len()).sum()
@@ -580,6 +605,36 @@ pub struct BakeResult {
     pub body_poses: Vec<Pose>,
 }
 
+/// Writes a bake as glTF binary: the garments' render mesh as morph-target animation, plus the
+/// body — skinned and animated when its rig moves and the bake recorded its poses, else its
+/// rest mesh, static.
+pub fn write_glb(
+    loaded: &LoadedScene,
+    result: &BakeResult,
+    out: &Path,
+) -> Result<(), crate::io::gltf_export::GltfExportError> {
+    use crate::io::gltf_export::{write_bake_glb, BakeExport, BodyExport};
+    let body = loaded.body.as_ref().map(|b| {
+        if b.rig.is_animated() && result.body_poses.len() == result.frames.len() {
+            BodyExport::Animated {
+                rig: &b.rig,
+                poses: &result.body_poses,
+            }
+        } else {
+            BodyExport::Static(b.mesh())
+        }
+    });
+    write_bake_glb(
+        out,
+        &BakeExport {
+            garment: &result.render_mesh,
+            frames: &result.frames,
+            fps: result.fps,
+            body,
+        },
+    )
+}
+
 /// Bakes a loaded scene.
 pub fn bake(loaded: &LoadedScene, options: &BakeOptions) -> Result<BakeResult, BakeError> {
     let wall = Instant::now();
@@ -674,19 +729,7 @@ pub fn bake(loaded: &LoadedScene, options: &BakeOptions) -> Result<BakeResult, B
                 .map(move |t| t.map(|i| i + base))
         })
         .collect();
-    let render_of = |x: &[Vec3]| -> Vec<Vec3> {
-        loaded
-            .garments
-            .iter()
-            .zip(&offsets)
-            .flat_map(|(g, &base)| {
-                g.welded
-                    .original_to_welded
-                    .iter()
-                    .map(move |&i| x[(i + base) as usize])
-            })
-            .collect()
-    };
+    let render_of = |x: &[Vec3]| -> Vec<Vec3> { loaded.render_positions(&offsets, x) };
     let mut frames = Vec::with_capacity(total.min(4096));
     let mut per_frame = Vec::with_capacity(total.min(4096));
     let mut sim_seconds = 0.0f64;

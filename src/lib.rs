@@ -9,7 +9,11 @@
 //! [`constraints`].
 #![warn(missing_docs)]
 
+/// The desktop app (eframe + three-d); the simulation core above never depends on it.
+#[cfg(feature = "gui")]
+pub mod app;
 pub mod bake;
+pub mod binding;
 pub mod body;
 pub mod collide;
 pub mod constraints;
@@ -19,6 +23,8 @@ pub mod io;
 pub mod material;
 pub mod math;
 pub mod mesh;
+pub mod preset;
+pub mod proxy;
 pub mod scene;
 pub mod shapes;
 pub mod sim;

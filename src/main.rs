@@ -6,8 +6,9 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use drape::bake::{bake, BakeOptions, BakeResult, LoadedScene};
+mod preset_cli;
+
 use drape::demo::{fitted_skirt_params, write_demo, write_fitted_skirt, DemoScene};
-use drape::io::gltf_export::{write_bake_glb, BakeExport, BodyExport};
 
 /// Drape: garment simulation (XPBD) on characters, baked to glTF and point caches.
 #[derive(Parser)]
@@ -63,7 +64,9 @@ enum Command {
         /// The glTF file (.glb or .gltf).
         file: PathBuf,
     },
-    /// Open a scene in the desktop app (not in this build yet).
+    /// Manage fabric and solver presets: the built-ins and the user library.
+    Preset(preset_cli::PresetArgs),
+    /// Open a scene in the desktop app.
     Open {
         /// The scene file (.ron).
         scene: PathBuf,
@@ -121,7 +124,14 @@ fn main() -> ExitCode {
             stats,
             pc2,
             mdd,
-        }) => run_bake(&scene, &out, frames, stats.as_deref(), pc2.as_deref(), mdd.as_deref()),
+        }) => run_bake(
+            &scene,
+            &out,
+            frames,
+            stats.as_deref(),
+            pc2.as_deref(),
+            mdd.as_deref(),
+        ),
         Some(Command::Demo {
             dir,
             scene,
@@ -132,12 +142,9 @@ fn main() -> ExitCode {
         Some(Command::Inspect { file }) => drape::io::inspect::inspect(&file)
             .map(|r| print!("{r}"))
             .map_err(|e| e.to_string()),
-        Some(Command::Open { scene }) => Err(format!(
-            "{}: the desktop app is not part of this build yet; bake it with `drape bake {} --out OUT.glb`",
-            scene.display(),
-            scene.display()
-        )),
-        None => run_default(),
+        Some(Command::Preset(args)) => preset_cli::run(args),
+        Some(Command::Open { scene }) => open_app(Some(scene)),
+        None => open_app(None),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -148,7 +155,33 @@ fn main() -> ExitCode {
     }
 }
 
-/// With no subcommand: write the built-in default scene and bake it (until the GUI lands).
+/// Opens the desktop app on a scene, or on the built-in default scene.
+#[cfg(feature = "gui")]
+fn open_app(scene: Option<PathBuf>) -> Result<(), String> {
+    if let Some(s) = &scene {
+        // A missing or broken file is reported here, before a window opens.
+        drape::scene::Scene::load(s).map_err(|e| e.to_string())?;
+    }
+    drape::app::run(scene)
+}
+
+/// Without the desktop app (built with `--no-default-features`): `open` is refused and the
+/// default is to write the built-in default scene and bake it.
+#[cfg(not(feature = "gui"))]
+fn open_app(scene: Option<PathBuf>) -> Result<(), String> {
+    match scene {
+        Some(s) => Err(format!(
+            "{}: this build has no desktop app (built without the `gui` feature); bake it with \
+             `drape bake {} --out OUT.glb`",
+            s.display(),
+            s.display()
+        )),
+        None => run_default(),
+    }
+}
+
+/// Writes the built-in default scene and bakes it (the headless build's default).
+#[cfg(not(feature = "gui"))]
 fn run_default() -> Result<(), String> {
     let dir = PathBuf::from("drape-default");
     let scene = write_demo(&dir, DemoScene::Default, None).map_err(|e| e.to_string())?;
@@ -212,28 +245,7 @@ fn write_outputs(
     pc2: Option<&Path>,
     mdd: Option<&Path>,
 ) -> Result<(), String> {
-    // The skinned, animated body when the rig moves and the bake recorded its poses (one per
-    // frame); else the body's rest mesh, static.
-    let body = loaded.body.as_ref().map(|b| {
-        if b.rig.is_animated() && !result.body_poses.is_empty() {
-            BodyExport::Animated {
-                rig: &b.rig,
-                poses: &result.body_poses,
-            }
-        } else {
-            BodyExport::Static(b.mesh())
-        }
-    });
-    write_bake_glb(
-        out,
-        &BakeExport {
-            garment: &result.render_mesh,
-            frames: &result.frames,
-            fps: result.fps,
-            body,
-        },
-    )
-    .map_err(|e| e.to_string())?;
+    drape::bake::write_glb(loaded, result, out).map_err(|e| e.to_string())?;
     eprintln!("wrote {} ({} frames)", out.display(), result.frames.len());
     if let Some(p) = pc2 {
         drape::io::cache::write_pc2(p, &result.frames, result.fps, result.start_frame as f32)

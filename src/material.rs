@@ -77,9 +77,108 @@ impl Default for Fabric {
     }
 }
 
+/// The allowed range of one fabric field, as validation checks it and as `docs/presets.md`
+/// lists it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FieldRange {
+    /// Field name, as written in the preset file.
+    pub field: &'static str,
+    /// Lower bound, in the field's unit.
+    pub min: Real,
+    /// Whether `min` itself is allowed (`[min, …`) or not (`(min, …`).
+    pub min_inclusive: bool,
+    /// Upper bound (inclusive), in the field's unit.
+    pub max: Real,
+    /// The range as text with its unit, e.g. `(0, 10] kg/m²`.
+    pub allowed: &'static str,
+}
+
+impl FieldRange {
+    /// Whether `value` is finite and inside the range.
+    pub fn contains(&self, value: Real) -> bool {
+        let above = if self.min_inclusive {
+            value >= self.min
+        } else {
+            value > self.min
+        };
+        value.is_finite() && above && value <= self.max
+    }
+}
+
+/// The allowed range of every numeric fabric field, in the order of [`Fabric`]'s fields.
+///
+/// The bounds are generous physical limits, not typical values: they catch wrong units (a
+/// Young's modulus in Pa given as `E·t` in N/m, a thickness in mm given in m) and typing
+/// mistakes. Real fabrics span about 0.015–0.9 kg/m², 10–10⁴ N/m and 10⁻⁷–10⁻³ N·m.
+pub const FABRIC_RANGES: [FieldRange; 9] = [
+    FieldRange {
+        field: "density_kg_per_m2",
+        min: 0.0,
+        min_inclusive: false,
+        max: 10.0,
+        allowed: "(0, 10] kg/m²",
+    },
+    FieldRange {
+        field: "stretch_warp_n_per_m",
+        min: 0.0,
+        min_inclusive: false,
+        max: 1.0e7,
+        allowed: "(0, 1e7] N/m",
+    },
+    FieldRange {
+        field: "stretch_weft_n_per_m",
+        min: 0.0,
+        min_inclusive: false,
+        max: 1.0e7,
+        allowed: "(0, 1e7] N/m",
+    },
+    FieldRange {
+        field: "shear_n_per_m",
+        min: 0.0,
+        min_inclusive: false,
+        max: 1.0e7,
+        allowed: "(0, 1e7] N/m",
+    },
+    FieldRange {
+        field: "bend_warp_n_m",
+        min: 0.0,
+        min_inclusive: false,
+        max: 1.0,
+        allowed: "(0, 1] N·m",
+    },
+    FieldRange {
+        field: "bend_weft_n_m",
+        min: 0.0,
+        min_inclusive: true,
+        max: 1.0,
+        allowed: "[0, 1] N·m",
+    },
+    FieldRange {
+        field: "thickness_m",
+        min: 0.0,
+        min_inclusive: true,
+        max: 0.05,
+        allowed: "[0, 0.05] m",
+    },
+    FieldRange {
+        field: "friction",
+        min: 0.0,
+        min_inclusive: true,
+        max: 2.0,
+        allowed: "[0, 2] (dimensionless)",
+    },
+    FieldRange {
+        field: "damping_per_s",
+        min: 0.0,
+        min_inclusive: true,
+        max: 100.0,
+        allowed: "[0, 100] 1/s",
+    },
+];
+
 /// A fabric value that cannot be simulated.
 #[derive(Debug, thiserror::Error, PartialEq)]
-#[error("fabric '{fabric}': field `{field}` = {value} {problem}")]
+#[error("fabric '{fabric}': {field} = {value}: must be in {allowed}")]
 pub struct FabricError {
     /// Fabric name.
     pub fabric: String,
@@ -87,43 +186,40 @@ pub struct FabricError {
     pub field: &'static str,
     /// The offending value.
     pub value: Real,
-    /// What is wrong with it.
-    pub problem: &'static str,
+    /// The allowed range with its unit, e.g. `(0, 10] kg/m²` (see [`FABRIC_RANGES`]).
+    pub allowed: &'static str,
 }
 
 impl Fabric {
-    /// Checks that every value is finite and in range; the error names the field.
+    /// Checks that every value is finite and in its range ([`FABRIC_RANGES`]); the error names
+    /// the field, the value and the allowed range.
     pub fn validate(&self) -> Result<(), FabricError> {
-        let positive: [(&'static str, Real); 5] = [
-            ("density_kg_per_m2", self.density_kg_per_m2),
-            ("stretch_warp_n_per_m", self.stretch_warp_n_per_m),
-            ("stretch_weft_n_per_m", self.stretch_weft_n_per_m),
-            ("shear_n_per_m", self.shear_n_per_m),
-            ("bend_warp_n_m", self.bend_warp_n_m),
-        ];
-        let non_negative: [(&'static str, Real); 4] = [
-            ("bend_weft_n_m", self.bend_weft_n_m),
-            ("thickness_m", self.thickness_m),
-            ("friction", self.friction),
-            ("damping_per_s", self.damping_per_s),
-        ];
-        let err = |field, value, problem| FabricError {
-            fabric: self.name.clone(),
-            field,
-            value,
-            problem,
-        };
-        for (field, value) in positive {
-            if !value.is_finite() || value <= 0.0 {
-                return Err(err(field, value, "must be a finite number greater than 0"));
-            }
-        }
-        for (field, value) in non_negative {
-            if !value.is_finite() || value < 0.0 {
-                return Err(err(field, value, "must be a finite number of at least 0"));
+        for (range, value) in FABRIC_RANGES.iter().zip(self.numeric_fields()) {
+            if !range.contains(value) {
+                return Err(FabricError {
+                    fabric: self.name.clone(),
+                    field: range.field,
+                    value,
+                    allowed: range.allowed,
+                });
             }
         }
         Ok(())
+    }
+
+    /// The numeric fields, in the order of [`FABRIC_RANGES`].
+    pub fn numeric_fields(&self) -> [Real; 9] {
+        [
+            self.density_kg_per_m2,
+            self.stretch_warp_n_per_m,
+            self.stretch_weft_n_per_m,
+            self.shear_n_per_m,
+            self.bend_warp_n_m,
+            self.bend_weft_n_m,
+            self.thickness_m,
+            self.friction,
+            self.damping_per_s,
+        ]
     }
 
     /// Mean in-plane stretch stiffness (N/m).
@@ -167,54 +263,19 @@ pub const BUILTIN_FABRICS: &[(&str, &str)] = &[
 /// The name of the default fabric preset.
 pub const DEFAULT_FABRIC: &str = "cotton_shirting";
 
-/// A fabric preset that cannot be used.
-#[derive(Debug, thiserror::Error)]
-pub enum PresetError {
-    /// No built-in preset has this name.
-    #[error("no fabric preset named '{name}'; built-in presets: {available}")]
-    Unknown {
-        /// The requested name.
-        name: String,
-        /// Comma-separated list of the built-in names.
-        available: String,
-    },
-    /// The preset text is not valid RON for a fabric.
-    #[error("fabric preset '{name}' is not valid: {message}")]
-    Parse {
-        /// Preset name or file.
-        name: String,
-        /// The parser's message, with line and column.
-        message: String,
-    },
-    /// A value is out of range.
-    #[error(transparent)]
-    Invalid(#[from] FabricError),
-}
+/// A preset that cannot be found, read or used; defined in [`crate::preset`].
+pub use crate::preset::PresetError;
 
-/// Parses and validates a fabric from RON text; `name` is used in errors.
+/// Parses and validates a fabric preset from RON text (any supported format version); `name`
+/// labels the text in errors (a file name or a preset name).
 pub fn parse_fabric(name: &str, text: &str) -> Result<Fabric, PresetError> {
-    let fabric: Fabric = ron::from_str(text).map_err(|e| PresetError::Parse {
-        name: name.into(),
-        message: e.to_string(),
-    })?;
-    fabric.validate()?;
-    Ok(fabric)
+    crate::preset::parse_fabric(text, name)
 }
 
-/// Looks up a built-in fabric preset by name.
+/// Looks up a built-in fabric preset by name (built-ins only; [`crate::preset::Library`] also
+/// finds the user's presets).
 pub fn builtin_fabric(name: &str) -> Result<Fabric, PresetError> {
-    let (_, text) = BUILTIN_FABRICS
-        .iter()
-        .find(|(n, _)| *n == name)
-        .ok_or_else(|| PresetError::Unknown {
-            name: name.into(),
-            available: BUILTIN_FABRICS
-                .iter()
-                .map(|(n, _)| *n)
-                .collect::<Vec<_>>()
-                .join(", "),
-        })?;
-    parse_fabric(name, text)
+    crate::preset::builtin_fabric(name)
 }
 
 /// The structural constraints and particle masses of one cloth mesh.

@@ -137,7 +137,7 @@ pub struct GarmentSpec {
     pub path: PathBuf,
     /// Mesh name inside the file; `None` takes the only mesh.
     pub mesh: Option<String>,
-    /// Built-in fabric preset name (see `presets/fabrics/`).
+    /// Fabric preset name: a built-in one (see `presets/fabrics/`) or one in the user library.
     pub fabric: String,
     /// A full fabric given inline; it replaces the preset when present.
     pub fabric_override: Option<Fabric>,
@@ -165,14 +165,26 @@ impl Default for GarmentSpec {
 }
 
 impl GarmentSpec {
-    /// The fabric this garment uses: the inline override, or the named preset.
+    /// The fabric this garment uses: the inline override, or the named preset, built in or
+    /// from the user library ([`crate::preset::Library::open_default`]).
     pub fn resolve_fabric(&self) -> Result<Fabric, crate::material::PresetError> {
-        match &self.fabric_override {
-            Some(f) => {
+        let library = crate::preset::Library::open_default();
+        self.resolve_fabric_in(library.as_ref().ok())
+    }
+
+    /// [`GarmentSpec::resolve_fabric`] with the user presets of `library`; `None` (no user
+    /// folder) finds the built-in presets only.
+    pub fn resolve_fabric_in(
+        &self,
+        library: Option<&crate::preset::Library>,
+    ) -> Result<Fabric, crate::material::PresetError> {
+        match (&self.fabric_override, library) {
+            (Some(f), _) => {
                 f.validate()?;
                 Ok(f.clone())
             }
-            None => builtin_fabric(&self.fabric),
+            (None, Some(library)) => library.fabric(&self.fabric),
+            (None, None) => builtin_fabric(&self.fabric),
         }
     }
 }

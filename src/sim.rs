@@ -438,6 +438,9 @@ pub struct Solver {
     checkpoint: Particles,
     /// Twice the rest area of each shear triangle (m²), for the inversion check.
     rest_area2: Vec<Real>,
+    /// A temporary soft attachment (the artist dragging a vertex), and its multiplier.
+    drag: Option<Attachment>,
+    lambda_drag: Real,
     times: StageTimes,
 }
 
@@ -660,8 +663,79 @@ impl Solver {
             model,
             body,
             time_s: 0.0,
+            drag: None,
+            lambda_drag: 0.0,
             times: StageTimes::default(),
         })
+    }
+
+    /// Sets or clears a temporary soft attachment: the artist dragging one particle toward
+    /// `target_m` with the mouse while the simulation runs. It is projected with the model's
+    /// soft attachments and never stored in the model.
+    pub fn set_drag(&mut self, drag: Option<Attachment>) -> Result<(), SimError> {
+        if let Some(d) = &drag {
+            if d.particle as usize >= self.particles.len() {
+                return Err(SimError::BadIndex {
+                    kind: "drag",
+                    index: 0,
+                    particle: d.particle,
+                    count: self.particles.len(),
+                });
+            }
+            if !(d.compliance_m_per_n.is_finite() && d.compliance_m_per_n >= 0.0)
+                || !d.target_m.is_finite()
+            {
+                return Err(SimError::Setting {
+                    field: "drag",
+                    value: format!("{:?}", d),
+                    problem: "the target must be finite and the compliance finite and >= 0 m/N",
+                });
+            }
+        }
+        self.drag = drag;
+        Ok(())
+    }
+
+    /// The temporary drag attachment, if any.
+    pub fn drag(&self) -> Option<&Attachment> {
+        self.drag.as_ref()
+    }
+
+    /// Carries the state of another run over: sets the simulated time (s) and the particles'
+    /// positions and velocities, re-posing an animated body at that time. Used when the
+    /// artist edits a parameter mid-run and the solver is rebuilt. Hard pins keep their
+    /// targets. Fails when the particle counts differ or the body cannot take the pose.
+    pub fn restore(&mut self, time_s: f64, particles: &Particles) -> Result<(), SimError> {
+        if particles.len() != self.particles.len() || !time_s.is_finite() {
+            return Err(SimError::Setting {
+                field: "restore",
+                value: format!("{} particles at t = {time_s} s", particles.len()),
+                problem: "the particle count must match the model's and the time be finite",
+            });
+        }
+        self.time_s = time_s;
+        if let (Some(MotionBox(motion)), Some(body)) = (self.motion.as_mut(), self.body.as_mut()) {
+            motion.pose_at(time_s, &mut self.body_positions);
+            let posed = body
+                .set_pose(&self.body_positions)
+                .and_then(|()| body.set_pose(&self.body_positions));
+            posed.map_err(|source| SimError::Body { time_s, source })?;
+            self.model.update_bound_targets(body);
+        }
+        let p = &mut self.particles;
+        for i in 0..p.len() {
+            if p.inv_mass[i] > 0.0 {
+                p.x[i] = particles.x[i];
+                p.v[i] = particles.v[i];
+            }
+            p.x_prev[i] = p.x[i];
+        }
+        for pin in &self.model.pins {
+            let i = pin.particle as usize;
+            p.x[i] = pin.target_m;
+            p.x_prev[i] = pin.target_m;
+        }
+        Ok(())
     }
 
     /// The settings in use.
@@ -865,6 +939,8 @@ impl Solver {
             contacts,
             lambda_contact,
             proximity,
+            drag,
+            lambda_drag,
             times,
             ..
         } = self;
@@ -924,6 +1000,7 @@ impl Solver {
         lambda_bend.fill(0.0);
         lambda_attach.fill(0.0);
         lambda_tether.fill(0.0);
+        *lambda_drag = 0.0;
         lambda_contact.clear();
         lambda_contact.resize(contacts.len(), 0.0);
 
@@ -944,6 +1021,14 @@ impl Solver {
                     x[i] += d;
                 }
             });
+            if let Some(c) = drag.as_ref() {
+                let i = c.particle as usize;
+                if let Outcome::Move([d]) =
+                    solve_attachment(x[i], w[i], c.target_m, c.compliance_m_per_n, h, lambda_drag)
+                {
+                    x[i] += d;
+                }
+            }
             sweep(&model.tethers, lambda_tether, reverse, |(c, l)| {
                 let (i, a) = (c.particle as usize, c.anchor as usize);
                 if let Outcome::Move([d]) = solve_tether(x[i], w[i], x[a], c.max_length_m, l) {
@@ -1193,6 +1278,64 @@ mod tests {
         let x = s.particles().x[1];
         assert_relative_eq!(x.length(), 1.0 + 9.81 / k, epsilon = 1e-4);
         assert!(x.x.abs() < 0.05, "settled under the pin: {x}");
+    }
+
+    #[test]
+    fn drag_pulls_a_particle_and_releases_it() {
+        // The same 0.1 kg particle held by the drag alone sags m·g·α; cleared, it falls.
+        let m = ClothModel {
+            positions: vec![Vec3::ZERO],
+            mass_kg: vec![0.1],
+            damping_per_s: vec![3.0],
+            friction: vec![0.0],
+            ..Default::default()
+        };
+        let mut s = Solver::new(SolverSettings::default(), m, None).unwrap();
+        let target = Vec3::new(0.2, 0.5, 0.0);
+        s.set_drag(Some(Attachment {
+            particle: 0,
+            target_m: target,
+            compliance_m_per_n: 0.05,
+        }))
+        .unwrap();
+        for _ in 0..24 * 10 {
+            s.step_frame(1.0 / 24.0).unwrap();
+        }
+        let x = s.particles().x[0];
+        assert_relative_eq!(x.x, 0.2, epsilon = 1e-4);
+        assert_relative_eq!(x.y, 0.5 - 0.1 * 9.81 * 0.05, epsilon = 1e-4);
+        s.set_drag(None).unwrap();
+        s.step_frame(1.0 / 24.0).unwrap();
+        assert!(s.particles().x[0].y < x.y - 1e-3, "released particle falls");
+        assert!(s
+            .set_drag(Some(Attachment {
+                particle: 7,
+                target_m: target,
+                compliance_m_per_n: 0.05,
+            }))
+            .is_err());
+    }
+
+    #[test]
+    fn restore_carries_time_and_state_over() {
+        let m = ClothModel {
+            positions: vec![Vec3::ZERO],
+            mass_kg: vec![0.1],
+            damping_per_s: vec![0.0],
+            friction: vec![0.0],
+            ..Default::default()
+        };
+        let mut a = Solver::new(SolverSettings::default(), m.clone(), None).unwrap();
+        for _ in 0..5 {
+            a.step_frame(1.0 / 24.0).unwrap();
+        }
+        let mut b = Solver::new(SolverSettings::default(), m, None).unwrap();
+        b.restore(a.time_s(), a.particles()).unwrap();
+        assert_eq!(b.time_s(), a.time_s());
+        a.step_frame(1.0 / 24.0).unwrap();
+        b.step_frame(1.0 / 24.0).unwrap();
+        assert_eq!(a.particles().x, b.particles().x);
+        assert!(b.restore(0.0, &Particles::default()).is_err());
     }
 
     #[test]

@@ -1,0 +1,1164 @@
+//! The desktop app: eframe + egui for the panels, three-d for the 3D viewport (DESIGN §5).
+//!
+//! [`DrapeApp`] is the whole application state; `drape` with no arguments runs it on the
+//! built-in default scene ([`run`]), and the egui_kittest tests drive the same type. The
+//! simulation runs on a worker thread ([`worker`]), so the window never waits for it.
+
+pub mod camera;
+pub mod document;
+mod panels;
+pub mod viewport;
+pub mod worker;
+
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{self, Receiver};
+use std::sync::{Arc, Mutex};
+
+use eframe::egui;
+
+use crate::bake::{BakeResult, LoadedScene};
+use crate::demo::{write_demo, DemoScene};
+use crate::math::{Real, Vec3};
+use crate::preset::Library;
+use crate::scene::{GarmentSpec, Scene};
+use camera::OrbitCamera;
+use document::Document;
+use viewport::{SceneDraw, SharedDraw, BODY_COLOR, GARMENT_COLOR};
+use worker::{Event, FrameView, LiveStats, Worker};
+
+/// Most recent files remembered.
+const RECENT_LIMIT: usize = 10;
+
+/// What is selected in the outliner.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Selection {
+    /// The scene itself (solver and timeline).
+    Scene,
+    /// The body.
+    Body,
+    /// A garment, by index.
+    Garment(usize),
+}
+
+/// A file dialog's purpose.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FileAction {
+    /// Open a scene.
+    OpenScene,
+    /// Add a garment.
+    ImportGarment,
+    /// Set the body.
+    ImportBody,
+    /// Save the scene under a new name.
+    SaveAs,
+    /// Export the bake as glTF binary.
+    ExportGlb,
+    /// Export the bake as a PC2 point cache.
+    ExportPc2,
+    /// Export the bake as an MDD point cache.
+    ExportMdd,
+    /// Import a preset file into the user library.
+    ImportPreset,
+    /// Export the selected preset.
+    ExportPreset,
+}
+
+/// Something waiting for the artist's answer about unsaved changes.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Pending {
+    /// Start a new scene.
+    New,
+    /// Open this scene.
+    Open(PathBuf),
+    /// Close the window.
+    Close,
+}
+
+/// A bake in progress.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BakeProgress {
+    /// Frames baked.
+    pub done: usize,
+    /// Frames asked for.
+    pub total: usize,
+    /// Estimated time left (s).
+    pub eta_s: f64,
+}
+
+/// What the viewport shows.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ViewOptions {
+    /// Draw the proxy (simulation mesh) instead of the render mesh.
+    pub proxy: bool,
+    /// Colour the garment by stretch.
+    pub heat_map: bool,
+    /// Overlay edges.
+    pub wireframe: bool,
+    /// Draw the body.
+    pub show_body: bool,
+    /// Draw the garments.
+    pub show_garments: bool,
+}
+
+impl Default for ViewOptions {
+    fn default() -> Self {
+        Self {
+            proxy: false,
+            heat_map: false,
+            wireframe: false,
+            show_body: true,
+            show_garments: true,
+        }
+    }
+}
+
+/// The application.
+pub struct DrapeApp {
+    /// The scene being edited.
+    pub doc: Document,
+    /// The scene with its files read, as the worker simulates it.
+    pub loaded: Option<Arc<LoadedScene>>,
+    /// The latest simulated frame.
+    pub live: Option<Box<FrameView>>,
+    /// The last bake (possibly cancelled part-way), scrubbed on the timeline.
+    pub baked: Option<Box<BakeResult>>,
+    /// The baked frame shown, when scrubbing.
+    pub scrub: Option<usize>,
+    /// The bake running now.
+    pub baking: Option<BakeProgress>,
+    /// Whether the simulation plays.
+    pub playing: bool,
+    /// Outliner selection.
+    pub selection: Selection,
+    /// Viewport toggles.
+    pub view: ViewOptions,
+    /// Error messages not yet dismissed, each naming the file and the problem.
+    pub errors: Vec<String>,
+    /// The last status message.
+    pub status: String,
+    /// Recently opened or saved scenes, newest first.
+    pub recent: Vec<PathBuf>,
+    /// The preset library (built-in and user presets).
+    pub presets: Library,
+    /// The preset selected in the library panel: `(name, is_solver)`.
+    pub preset_selected: Option<(String, bool)>,
+    /// Name typed for a new, duplicated or renamed preset.
+    pub preset_name: String,
+    /// Show the preset library window.
+    pub show_presets: bool,
+    /// The solver's mean stretch compliance (m/N), as the worker last reported it.
+    pub solver_stretch_compliance_m_per_n: Option<Real>,
+    /// Waiting for an answer about unsaved changes.
+    pub pending: Option<Pending>,
+    /// Set once the window may close.
+    allow_close: bool,
+    worker: Worker,
+    draw: SharedDraw,
+    dialog: Option<(FileAction, Receiver<Option<PathBuf>>)>,
+    /// A garment vertex being dragged: (render vertex, particle).
+    grab: Option<(usize, u32)>,
+    /// The untitled default scene's folder.
+    scratch: Option<PathBuf>,
+    egui_ctx: egui::Context,
+}
+
+/// Where the built-in default scene is written for an untitled session.
+fn scratch_dir() -> PathBuf {
+    std::env::temp_dir().join(format!("drape-untitled-{}", std::process::id()))
+}
+
+impl DrapeApp {
+    /// The app on the built-in default scene (`scene = None`) or on a scene file.
+    pub fn new(ctx: &egui::Context, scene: Option<&Path>) -> Self {
+        let repaint_ctx = ctx.clone();
+        let worker = Worker::spawn(move || repaint_ctx.request_repaint());
+        let (presets, preset_error) = match Library::open_default() {
+            Ok(lib) => (lib, None),
+            Err(e) => (
+                Library::with_user_dir(std::env::temp_dir().join("drape-presets")),
+                Some(format!("preset library: {e}")),
+            ),
+        };
+        let mut app = Self {
+            doc: Document::new(Scene::default(), scratch_dir().join("scene.ron"), false),
+            loaded: None,
+            live: None,
+            baked: None,
+            scrub: None,
+            baking: None,
+            playing: false,
+            selection: Selection::Scene,
+            view: ViewOptions::default(),
+            errors: preset_error.into_iter().collect(),
+            status: String::new(),
+            recent: load_recent(),
+            presets,
+            preset_selected: None,
+            preset_name: String::new(),
+            show_presets: false,
+            solver_stretch_compliance_m_per_n: None,
+            pending: None,
+            allow_close: false,
+            worker,
+            draw: Arc::new(Mutex::new(SceneDraw {
+                show_body: true,
+                show_garment: true,
+                ..Default::default()
+            })),
+            dialog: None,
+            grab: None,
+            scratch: None,
+            egui_ctx: ctx.clone(),
+        };
+        match scene {
+            Some(path) => app.open(path),
+            None => app.open_default(),
+        }
+        app
+    }
+
+    /// Writes the built-in default scene into a scratch folder and opens it, untitled.
+    pub fn open_default(&mut self) {
+        let dir = scratch_dir();
+        match write_demo(&dir, DemoScene::Default, None) {
+            Ok(path) => {
+                self.scratch = Some(dir);
+                if self.open_file(&path) {
+                    self.doc.titled = false;
+                    self.status = "the built-in default scene".into();
+                }
+            }
+            Err(e) => self.fail(format!("{}: {e}", dir.display())),
+        }
+    }
+
+    /// Opens a scene file; errors are shown and the current scene is kept.
+    pub fn open(&mut self, path: &Path) {
+        if self.open_file(path) {
+            self.remember(path);
+        }
+    }
+
+    fn open_file(&mut self, path: &Path) -> bool {
+        let scene = match Scene::load(path) {
+            Ok(s) => s,
+            Err(e) => {
+                self.fail(e.to_string());
+                return false;
+            }
+        };
+        match LoadedScene::from_scene(scene.clone(), path) {
+            Ok(loaded) => {
+                self.doc = Document::new(scene, path.to_path_buf(), true);
+                self.set_loaded(loaded, true);
+                self.frame_all();
+                self.status = format!("opened {}", path.display());
+                true
+            }
+            Err(e) => {
+                self.fail(e.to_string());
+                false
+            }
+        }
+    }
+
+    /// A new, empty scene (untitled).
+    pub fn new_scene(&mut self) {
+        self.doc = Document::new(Scene::default(), scratch_dir().join("scene.ron"), false);
+        self.loaded = None;
+        self.live = None;
+        self.baked = None;
+        self.scrub = None;
+        self.playing = false;
+        self.selection = Selection::Scene;
+        if let Ok(mut d) = self.draw.lock() {
+            d.garment = Default::default();
+            d.body = Default::default();
+        }
+        self.status = "new scene: import a garment (File ▸ Import garment) or drop a .glb".into();
+    }
+
+    fn set_loaded(&mut self, loaded: LoadedScene, restart: bool) {
+        for w in &loaded.warnings {
+            log::warn!("{w}");
+        }
+        let loaded = Arc::new(loaded);
+        self.loaded = Some(loaded.clone());
+        if restart {
+            self.live = None;
+            self.baked = None;
+            self.scrub = None;
+            self.playing = false;
+            self.upload_topology(&loaded);
+            self.worker.send(worker::Command::Load(loaded));
+        } else {
+            self.worker.send(worker::Command::Update(loaded));
+        }
+    }
+
+    /// Applies an edited scene: records it for undo, and updates the running simulation
+    /// (reloading files only when the garments or body changed). An edit whose files cannot
+    /// be read is refused with an error and leaves the scene as it was.
+    pub fn edit(&mut self, edited: Scene) {
+        if edited == self.doc.scene {
+            return;
+        }
+        if self.apply(&edited) {
+            self.doc.commit(edited);
+        }
+    }
+
+    fn apply(&mut self, scene: &Scene) -> bool {
+        if scene.garments.is_empty() {
+            self.loaded = None;
+            self.live = None;
+            if let Ok(mut d) = self.draw.lock() {
+                d.garment = Default::default();
+            }
+            return true;
+        }
+        let reload = self
+            .loaded
+            .as_ref()
+            .is_none_or(|l| needs_reload(&l.scene, scene));
+        let result = if reload {
+            LoadedScene::from_scene(scene.clone(), &self.doc.path)
+        } else {
+            self.loaded
+                .as_ref()
+                .map(|l| patch(l, scene))
+                .unwrap_or_else(|| LoadedScene::from_scene(scene.clone(), &self.doc.path))
+        };
+        match result {
+            Ok(loaded) => {
+                self.set_loaded(loaded, reload);
+                true
+            }
+            Err(e) => {
+                self.fail(e.to_string());
+                false
+            }
+        }
+    }
+
+    /// Undoes the last edit.
+    pub fn undo(&mut self) {
+        if self.doc.undo() {
+            let scene = self.doc.scene.clone();
+            self.apply(&scene);
+            self.status = "undone".into();
+        }
+    }
+
+    /// Redoes the last undone edit.
+    pub fn redo(&mut self) {
+        if self.doc.redo() {
+            let scene = self.doc.scene.clone();
+            self.apply(&scene);
+            self.status = "redone".into();
+        }
+    }
+
+    /// Saves to the scene's file, or asks where for an untitled scene.
+    pub fn save(&mut self) {
+        if self.doc.titled {
+            let path = self.doc.path.clone();
+            self.save_to(&path);
+        } else {
+            self.start_dialog(FileAction::SaveAs);
+        }
+    }
+
+    /// Saves the scene to `path` (atomically); files it refers to keep resolving.
+    pub fn save_to(&mut self, path: &Path) -> bool {
+        match self.doc.save_as(path, self.scratch.as_deref()) {
+            Ok(()) => {
+                self.remember(path);
+                self.status = format!("saved {}", path.display());
+                // Paths were rewritten; the loaded meshes are the same files.
+                if let Some(l) = &self.loaded {
+                    let mut l = (**l).clone();
+                    l.scene = self.doc.scene.clone();
+                    l.path = path.to_path_buf();
+                    self.loaded = Some(Arc::new(l));
+                }
+                true
+            }
+            Err(e) => {
+                self.fail(e.to_string());
+                false
+            }
+        }
+    }
+
+    /// Adds the garment in a glTF file to the scene.
+    pub fn import_garment(&mut self, path: &Path) {
+        let mut scene = self.doc.scene.clone();
+        let name = unique_name(
+            &scene,
+            &path
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "garment".into()),
+        );
+        scene.garments.push(GarmentSpec {
+            name,
+            path: std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()),
+            ..Default::default()
+        });
+        let index = scene.garments.len() - 1;
+        let before = self.doc.scene.garments.len();
+        self.edit(scene);
+        if self.doc.scene.garments.len() > before {
+            self.selection = Selection::Garment(index);
+            self.status = format!("imported garment {}", path.display());
+            self.frame_all();
+        }
+    }
+
+    /// Makes the glTF file the scene's body.
+    pub fn import_body(&mut self, path: &Path) {
+        let mut scene = self.doc.scene.clone();
+        scene.body = Some(crate::scene::BodySpec {
+            path: std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()),
+            ..Default::default()
+        });
+        if scene.garments.is_empty() {
+            // Nothing to simulate yet: check the file now so a bad one is refused.
+            if let Err(e) = crate::body::Rig::load(path, None) {
+                self.fail(e.to_string());
+                return;
+            }
+        }
+        self.edit(scene);
+        if self.doc.scene.body.is_some() {
+            self.selection = Selection::Body;
+            self.status = format!("imported body {}", path.display());
+        }
+    }
+
+    /// Handles a file dropped on the window: scenes open, glTF files are imported (a skinned
+    /// one as the body, others as garments).
+    pub fn drop_file(&mut self, path: &Path) {
+        let ext = path
+            .extension()
+            .map(|e| e.to_string_lossy().to_lowercase())
+            .unwrap_or_default();
+        match ext.as_str() {
+            "ron" => self.request(Pending::Open(path.to_path_buf())),
+            "glb" | "gltf" => match crate::body::Rig::load(path, None) {
+                Ok(rig) if !rig.skins().is_empty() => self.import_body(path),
+                Ok(_) => self.import_garment(path),
+                Err(e) => self.fail(e.to_string()),
+            },
+            _ => self.fail(format!(
+                "{}: not a scene (.ron) or glTF file (.glb, .gltf)",
+                path.display()
+            )),
+        }
+    }
+
+    /// Starts `pending` now, or asks first when there are unsaved changes.
+    pub fn request(&mut self, pending: Pending) {
+        if self.doc.dirty {
+            self.pending = Some(pending);
+        } else {
+            self.resolve_pending(pending);
+        }
+    }
+
+    fn resolve_pending(&mut self, pending: Pending) {
+        match pending {
+            Pending::New => self.new_scene(),
+            Pending::Open(p) => self.open(&p),
+            Pending::Close => {
+                self.allow_close = true;
+                self.egui_ctx
+                    .send_viewport_cmd(egui::ViewportCommand::Close);
+            }
+        }
+    }
+
+    /// Goes on with an action the artist confirmed (after saving or discarding changes).
+    pub fn continue_pending(&mut self, pending: Pending) {
+        self.resolve_pending(pending);
+    }
+
+    /// Drags a particle toward a target (m) in the running simulation, or lets go.
+    pub fn drag_particle(&mut self, drag: Option<(u32, Vec3)>) {
+        self.worker.send(worker::Command::Drag(drag));
+    }
+
+    /// Moves the viewport camera.
+    pub fn set_camera(&mut self, camera: OrbitCamera) {
+        if let Ok(mut d) = self.draw.lock() {
+            d.camera = camera;
+        }
+    }
+
+    /// The garments a fabric action applies to: the selected one, or all.
+    fn target_garments(&self) -> Vec<usize> {
+        match self.selection {
+            Selection::Garment(i) if i < self.doc.scene.garments.len() => vec![i],
+            _ => (0..self.doc.scene.garments.len()).collect(),
+        }
+    }
+
+    /// Applies a preset: a fabric to the selected garment (all garments when none is
+    /// selected), or solver settings to the scene. Undoable.
+    pub fn apply_preset(&mut self, name: &str, solver: bool) {
+        let mut scene = self.doc.scene.clone();
+        if solver {
+            match self.presets.solver(name) {
+                Ok(settings) => scene.solver = settings,
+                Err(e) => return self.fail(e.to_string()),
+            }
+        } else {
+            if let Err(e) = self.presets.fabric(name) {
+                return self.fail(e.to_string());
+            }
+            for i in self.target_garments() {
+                scene.garments[i].fabric = name.to_string();
+                scene.garments[i].fabric_override = None;
+            }
+        }
+        self.edit(scene);
+        self.status = format!("applied preset {name}");
+    }
+
+    /// Saves the selected garment's fabric (the first garment's when none is selected) as a
+    /// new user preset.
+    pub fn save_current_fabric(&mut self, name: &str) {
+        let Some(&i) = self.target_garments().first() else {
+            return self.fail("no garment: its fabric is what a fabric preset saves".into());
+        };
+        let r = self.doc.scene.garments[i]
+            .resolve_fabric()
+            .map_err(|e| e.to_string())
+            .and_then(|f| {
+                self.presets
+                    .save_fabric(name, &f, false)
+                    .map_err(|e| e.to_string())
+            });
+        match r {
+            Ok(path) => self.status = format!("saved fabric preset {name} ({})", path.display()),
+            Err(e) => self.fail(e),
+        }
+    }
+
+    /// Saves the scene's solver settings as a new user preset.
+    pub fn save_current_solver(&mut self, name: &str) {
+        let r = self
+            .presets
+            .save_solver(name, &self.doc.scene.solver, false);
+        self.preset_result(r.map(|p| format!("saved solver preset {name} ({})", p.display())));
+    }
+
+    fn preset_result<T: std::fmt::Display>(&mut self, r: Result<String, T>) {
+        match r {
+            Ok(message) => self.status = message,
+            Err(e) => self.fail(e.to_string()),
+        }
+    }
+
+    /// Plays or pauses the simulation.
+    pub fn toggle_play(&mut self) {
+        if self.playing {
+            self.pause();
+        } else {
+            self.play();
+        }
+    }
+
+    /// Runs the simulation in real time.
+    pub fn play(&mut self) {
+        if self.loaded.is_some() && self.baking.is_none() {
+            self.scrub = None;
+            self.playing = true;
+            self.worker.send(worker::Command::Play);
+        }
+    }
+
+    /// Stops the simulation.
+    pub fn pause(&mut self) {
+        self.playing = false;
+        self.worker.send(worker::Command::Pause);
+    }
+
+    /// Simulates one frame.
+    pub fn step(&mut self) {
+        if self.loaded.is_some() && self.baking.is_none() {
+            self.scrub = None;
+            self.playing = false;
+            self.worker.send(worker::Command::Step);
+        }
+    }
+
+    /// Back to the rest state.
+    pub fn reset(&mut self) {
+        self.playing = false;
+        self.scrub = None;
+        self.worker.send(worker::Command::Reset);
+    }
+
+    /// Bakes the timeline's frame range.
+    pub fn bake(&mut self) {
+        let Some(loaded) = &self.loaded else {
+            self.fail("nothing to bake: the scene has no garment".into());
+            return;
+        };
+        let frames = loaded.frame_count();
+        self.playing = false;
+        self.baking = Some(BakeProgress {
+            done: 0,
+            total: frames as usize,
+            eta_s: 0.0,
+        });
+        self.worker.send(worker::Command::Bake(frames));
+    }
+
+    /// Stops the running bake after its current frame; the frames baked so far are kept.
+    pub fn cancel_bake(&mut self) {
+        self.worker.cancel_bake();
+    }
+
+    /// The number of frames on the timeline now: the bake's, or the range to bake.
+    pub fn timeline_frames(&self) -> usize {
+        match (&self.baked, &self.loaded) {
+            (Some(b), _) => b.frames.len(),
+            (None, Some(l)) => l.frame_count() as usize,
+            _ => 0,
+        }
+    }
+
+    /// Shows baked frame `k` (clamped).
+    pub fn scrub_to(&mut self, k: usize) {
+        if let Some(b) = &self.baked {
+            if !b.frames.is_empty() {
+                let k = k.min(b.frames.len() - 1);
+                self.pause();
+                self.scrub = Some(k);
+                self.upload_baked(k);
+            }
+        }
+    }
+
+    fn fail(&mut self, message: String) {
+        log::error!("{message}");
+        self.status = message.clone();
+        self.errors.push(message);
+    }
+
+    fn remember(&mut self, path: &Path) {
+        let path = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+        self.recent.retain(|p| p != &path);
+        self.recent.insert(0, path);
+        self.recent.truncate(RECENT_LIMIT);
+        save_recent(&self.recent);
+    }
+
+    /// Starts a native file dialog on its own thread, so the window keeps drawing.
+    pub fn start_dialog(&mut self, action: FileAction) {
+        if self.dialog.is_some() {
+            return;
+        }
+        let (tx, rx) = mpsc::channel();
+        let dir = self.doc.path.parent().map(Path::to_path_buf);
+        let ctx = self.egui_ctx.clone();
+        std::thread::spawn(move || {
+            let mut d = rfd::FileDialog::new();
+            if let Some(dir) = dir {
+                d = d.set_directory(dir);
+            }
+            let picked = match action {
+                FileAction::OpenScene => d.add_filter("Drape scene", &["ron"]).pick_file(),
+                FileAction::ImportGarment | FileAction::ImportBody => {
+                    d.add_filter("glTF", &["glb", "gltf"]).pick_file()
+                }
+                FileAction::ImportPreset => d.add_filter("Drape preset", &["ron"]).pick_file(),
+                FileAction::SaveAs => d
+                    .add_filter("Drape scene", &["ron"])
+                    .set_file_name("scene.ron")
+                    .save_file(),
+                FileAction::ExportGlb => d
+                    .add_filter("glTF binary", &["glb"])
+                    .set_file_name("bake.glb")
+                    .save_file(),
+                FileAction::ExportPc2 => d
+                    .add_filter("PC2 point cache", &["pc2"])
+                    .set_file_name("bake.pc2")
+                    .save_file(),
+                FileAction::ExportMdd => d
+                    .add_filter("MDD point cache", &["mdd"])
+                    .set_file_name("bake.mdd")
+                    .save_file(),
+                FileAction::ExportPreset => d
+                    .add_filter("Drape preset", &["ron"])
+                    .set_file_name("preset.ron")
+                    .save_file(),
+            };
+            let _ = tx.send(picked);
+            ctx.request_repaint();
+        });
+        self.dialog = Some((action, rx));
+    }
+
+    /// Carries out a file action on `path` (what a dialog's answer does).
+    pub fn file_action(&mut self, action: FileAction, path: &Path) {
+        match action {
+            FileAction::OpenScene => self.request(Pending::Open(path.to_path_buf())),
+            FileAction::ImportGarment => self.import_garment(path),
+            FileAction::ImportBody => self.import_body(path),
+            FileAction::SaveAs => {
+                self.save_to(path);
+            }
+            FileAction::ExportGlb | FileAction::ExportPc2 | FileAction::ExportMdd => {
+                self.export(action, path)
+            }
+            FileAction::ImportPreset => match self.presets.import(path, false) {
+                Ok(entry) => self.status = format!("imported preset {}", entry.name),
+                Err(e) => self.fail(e.to_string()),
+            },
+            FileAction::ExportPreset => self.export_preset(path),
+        }
+    }
+
+    fn export(&mut self, action: FileAction, path: &Path) {
+        let (Some(baked), Some(loaded)) = (&self.baked, &self.loaded) else {
+            self.fail("nothing to export: bake first (Bake on the timeline)".into());
+            return;
+        };
+        let result = match action {
+            FileAction::ExportGlb => {
+                crate::bake::write_glb(loaded, baked, path).map_err(|e| e.to_string())
+            }
+            FileAction::ExportPc2 => crate::io::cache::write_pc2(
+                path,
+                &baked.frames,
+                baked.fps,
+                baked.start_frame as f32,
+            )
+            .map_err(|e| e.to_string()),
+            _ => crate::io::cache::write_mdd(path, &baked.frames, baked.fps)
+                .map_err(|e| e.to_string()),
+        };
+        match result {
+            Ok(()) => self.status = format!("exported {}", path.display()),
+            Err(e) => self.fail(e),
+        }
+    }
+
+    fn export_preset(&mut self, path: &Path) {
+        let Some((name, solver)) = self.preset_selected.clone() else {
+            self.fail("select a preset to export".into());
+            return;
+        };
+        let kind = if solver {
+            crate::preset::PresetKind::Solver
+        } else {
+            crate::preset::PresetKind::Fabric
+        };
+        match self.presets.export(kind, &name, path) {
+            Ok(()) => self.status = format!("exported preset {name} to {}", path.display()),
+            Err(e) => self.fail(e.to_string()),
+        }
+    }
+
+    /// Frames the whole scene in the viewport.
+    pub fn frame_all(&mut self) {
+        let Ok(mut d) = self.draw.lock() else {
+            return;
+        };
+        let mut min = Vec3::splat(Real::INFINITY);
+        let mut max = Vec3::splat(Real::NEG_INFINITY);
+        for p in d.garment.positions.iter().chain(&d.body.positions) {
+            min = min.min(*p);
+            max = max.max(*p);
+        }
+        if min.x.is_finite() {
+            d.camera.frame(min, max);
+        }
+    }
+
+    /// The camera.
+    pub fn camera(&self) -> OrbitCamera {
+        self.draw.lock().map(|d| d.camera).unwrap_or_default()
+    }
+
+    /// The garment positions drawn now (m): the shown mesh's vertices.
+    pub fn garment_positions(&self) -> Vec<Vec3> {
+        self.draw
+            .lock()
+            .map(|d| d.garment.positions.clone())
+            .unwrap_or_default()
+    }
+
+    fn garment_colors(&self, stretch: Option<&[Real]>, n: usize) -> Vec<[f32; 4]> {
+        match stretch {
+            Some(s) if self.view.heat_map && s.len() == n => {
+                s.iter().map(|&v| viewport::stretch_color(v)).collect()
+            }
+            _ => vec![GARMENT_COLOR; n],
+        }
+    }
+
+    /// The garment mesh the viewport shows: the render mesh, or the proxy meshes.
+    fn garment_topology(&self, loaded: &LoadedScene) -> (Vec<Vec3>, Vec<[u32; 3]>) {
+        if self.view.proxy {
+            let mut positions = Vec::new();
+            let mut indices = Vec::new();
+            for g in &loaded.garments {
+                let base = positions.len() as u32;
+                positions.extend_from_slice(&g.welded.mesh.positions);
+                indices.extend(g.welded.mesh.indices.iter().map(|t| t.map(|i| i + base)));
+            }
+            (positions, indices)
+        } else {
+            let m = loaded.merged_render_mesh();
+            (m.positions, m.indices)
+        }
+    }
+
+    fn upload_topology(&mut self, loaded: &LoadedScene) {
+        let (positions, indices) = self.garment_topology(loaded);
+        let colors = self.garment_colors(None, positions.len());
+        let body = loaded.body.as_ref().map(|b| b.mesh().clone());
+        if let Ok(mut d) = self.draw.lock() {
+            d.garment.set(positions, indices, colors);
+            match body {
+                Some(m) => {
+                    let n = m.positions.len();
+                    d.body.set(m.positions, m.indices, vec![BODY_COLOR; n]);
+                }
+                None => d.body = Default::default(),
+            }
+        }
+    }
+
+    /// Uploads the live frame's positions (no rebuild).
+    fn upload_live(&mut self) {
+        let Some(f) = &self.live else {
+            return;
+        };
+        let (positions, stretch) = if self.view.proxy {
+            (f.particles.clone(), &f.particle_stretch)
+        } else {
+            (f.render.clone(), &f.stretch)
+        };
+        let colors = self.garment_colors(Some(stretch), positions.len());
+        let body = f.body.clone();
+        if let Ok(mut d) = self.draw.lock() {
+            d.garment.update(positions, colors);
+            if !body.is_empty() && body.len() == d.body.positions.len() {
+                let n = body.len();
+                d.body.update(body, vec![BODY_COLOR; n]);
+            }
+        }
+    }
+
+    fn upload_baked(&mut self, k: usize) {
+        let (Some(b), Some(l)) = (&self.baked, &self.loaded) else {
+            return;
+        };
+        let Some(frame) = b.frames.get(k) else {
+            return;
+        };
+        let positions = frame.clone();
+        let mut body = Vec::new();
+        if let (Some(pose), Some(lb)) = (b.body_poses.get(k), &l.body) {
+            lb.rig.skin(pose, &mut body);
+        }
+        // The heat map needs the proxy's edges; a baked frame holds render positions only,
+        // so it is drawn in the garment's colour.
+        let colors = vec![GARMENT_COLOR; positions.len()];
+        if let Ok(mut d) = self.draw.lock() {
+            if self.view.proxy {
+                // The bake stores render positions: show them on the render mesh.
+                let m = l.merged_render_mesh();
+                d.garment.set(positions, m.indices, colors);
+            } else {
+                d.garment.update(positions, colors);
+            }
+            if body.len() == d.body.positions.len() && !body.is_empty() {
+                let n = body.len();
+                d.body.update(body, vec![BODY_COLOR; n]);
+            }
+        }
+    }
+
+    /// Re-uploads the garment after a view toggle (proxy / heat map).
+    pub fn refresh_view(&mut self) {
+        if let Some(l) = self.loaded.clone() {
+            self.upload_topology(&l);
+        }
+        match self.scrub {
+            Some(k) => self.upload_baked(k),
+            None => self.upload_live(),
+        }
+        if let Ok(mut d) = self.draw.lock() {
+            d.wireframe = self.view.wireframe;
+            d.show_body = self.view.show_body;
+            d.show_garment = self.view.show_garments;
+        }
+    }
+
+    /// Handles the worker's events and finished dialogs; called every frame (and by tests).
+    pub fn poll(&mut self) {
+        for event in self.worker.poll() {
+            match event {
+                Event::Frame(f) => {
+                    self.live = Some(f);
+                    if self.scrub.is_none() {
+                        self.upload_live();
+                    }
+                }
+                Event::Model {
+                    mean_stretch_compliance_m_per_n,
+                    ..
+                } => self.solver_stretch_compliance_m_per_n = Some(mean_stretch_compliance_m_per_n),
+                Event::BakeProgress { done, total, eta_s } => {
+                    self.baking = Some(BakeProgress { done, total, eta_s })
+                }
+                Event::BakeFinished(result) => {
+                    self.baking = None;
+                    match result {
+                        Ok(b) => {
+                            self.status = if b.cancelled {
+                                format!("bake cancelled: {} frames kept", b.frames.len())
+                            } else {
+                                format!(
+                                    "baked {} frames, {:.1} ms/frame",
+                                    b.frames.len(),
+                                    b.stats.sim_ms_per_frame
+                                )
+                            };
+                            let last = b.frames.len().saturating_sub(1);
+                            self.baked = Some(b);
+                            self.scrub_to(last);
+                        }
+                        Err(e) => self.fail(e),
+                    }
+                }
+                Event::Error(e) => {
+                    self.playing = false;
+                    self.fail(e);
+                }
+            }
+        }
+        if let Some((action, rx)) = &self.dialog {
+            match rx.try_recv() {
+                Ok(picked) => {
+                    let action = *action;
+                    self.dialog = None;
+                    if let Some(path) = picked {
+                        self.file_action(action, &path);
+                    }
+                }
+                Err(mpsc::TryRecvError::Disconnected) => self.dialog = None,
+                Err(mpsc::TryRecvError::Empty) => {}
+            }
+        }
+        if !self.worker.alive() {
+            self.fail("the simulation thread stopped; save your scene and restart Drape".into());
+            self.worker = Worker::spawn({
+                let ctx = self.egui_ctx.clone();
+                move || ctx.request_repaint()
+            });
+            if let Some(l) = self.loaded.clone() {
+                self.worker.send(worker::Command::Load(l));
+            }
+        }
+    }
+
+    /// The live figures shown in the status bar.
+    pub fn live_stats(&self) -> LiveStats {
+        self.live
+            .as_ref()
+            .map(|f| f.stats.clone())
+            .unwrap_or_default()
+    }
+
+    /// The frame number shown on the timeline.
+    pub fn shown_frame(&self) -> Option<u32> {
+        match self.scrub {
+            Some(k) => Some(k as u32),
+            None => self.live.as_ref().map(|f| f.frame),
+        }
+    }
+
+    fn shortcuts(&mut self, ctx: &egui::Context) {
+        if ctx.egui_wants_keyboard_input() {
+            return;
+        }
+        use egui::{Key, KeyboardShortcut, Modifiers};
+        let undo = KeyboardShortcut::new(Modifiers::COMMAND, Key::Z);
+        let redo = KeyboardShortcut::new(Modifiers::COMMAND | Modifiers::SHIFT, Key::Z);
+        let redo_y = KeyboardShortcut::new(Modifiers::COMMAND, Key::Y);
+        let save = KeyboardShortcut::new(Modifiers::COMMAND, Key::S);
+        let (r, r2, u, s, space, f) = ctx.input_mut(|i| {
+            (
+                i.consume_shortcut(&redo),
+                i.consume_shortcut(&redo_y),
+                i.consume_shortcut(&undo),
+                i.consume_shortcut(&save),
+                i.consume_key(Modifiers::NONE, Key::Space),
+                i.consume_key(Modifiers::NONE, Key::F),
+            )
+        });
+        if r || r2 {
+            self.redo();
+        } else if u {
+            self.undo();
+        }
+        if s {
+            self.save();
+        }
+        if space {
+            self.toggle_play();
+        }
+        if f {
+            self.frame_all();
+        }
+    }
+
+    fn handle_drops(&mut self, ctx: &egui::Context) {
+        let dropped: Vec<PathBuf> = ctx.input(|i| {
+            i.raw
+                .dropped_files
+                .iter()
+                .map(|f| f.path().to_path_buf())
+                .collect()
+        });
+        for p in dropped {
+            self.drop_file(&p);
+        }
+    }
+
+    fn handle_close(&mut self, ctx: &egui::Context) {
+        if ctx.input(|i| i.viewport().close_requested()) && !self.allow_close && self.doc.dirty {
+            ctx.send_viewport_cmd(egui::ViewportCommand::CancelClose);
+            self.pending = Some(Pending::Close);
+        }
+    }
+}
+
+/// Whether going from `old` to `new` changes which files or vertices are simulated (so the
+/// meshes must be read again and the simulation restarted), rather than only material,
+/// solver or timeline values.
+fn needs_reload(old: &Scene, new: &Scene) -> bool {
+    if old.body != new.body || old.garments.len() != new.garments.len() {
+        return true;
+    }
+    old.garments.iter().zip(&new.garments).any(|(a, b)| {
+        let mut b = b.clone();
+        b.fabric = a.fabric.clone();
+        b.fabric_override = a.fabric_override.clone();
+        b.name = a.name.clone();
+        &b != a
+    })
+}
+
+/// `loaded` with the values of `scene` that need no file reading: fabrics, solver, timeline.
+fn patch(loaded: &LoadedScene, scene: &Scene) -> Result<LoadedScene, crate::bake::BakeError> {
+    let mut out = loaded.clone();
+    for (i, (g, spec)) in out.garments.iter_mut().zip(&scene.garments).enumerate() {
+        g.fabric = spec
+            .resolve_fabric()
+            .map_err(|e| crate::scene::SceneError::Field {
+                path: loaded.path.clone(),
+                field: format!("garments[{i}].fabric"),
+                problem: e.to_string(),
+            })?;
+        g.spec = spec.clone();
+    }
+    scene.validate(&loaded.path)?;
+    out.scene = scene.clone();
+    Ok(out)
+}
+
+fn unique_name(scene: &Scene, stem: &str) -> String {
+    let taken = |n: &str| scene.garments.iter().any(|g| g.name == n);
+    if !taken(stem) {
+        return stem.to_string();
+    }
+    (2..)
+        .map(|k| format!("{stem}_{k}"))
+        .find(|n| !taken(n))
+        .unwrap_or_else(|| stem.to_string())
+}
+
+/// The file listing recent scenes, beside the user preset library.
+fn recent_file() -> Option<PathBuf> {
+    Library::open_default()
+        .ok()
+        .and_then(|l| l.user_dir().parent().map(|p| p.join("recent.txt")))
+}
+
+fn load_recent() -> Vec<PathBuf> {
+    recent_file()
+        .and_then(|f| std::fs::read_to_string(f).ok())
+        .map(|text| {
+            text.lines()
+                .filter(|l| !l.trim().is_empty())
+                .map(PathBuf::from)
+                .take(RECENT_LIMIT)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn save_recent(recent: &[PathBuf]) {
+    let Some(file) = recent_file() else {
+        return;
+    };
+    let text: String = recent
+        .iter()
+        .map(|p| format!("{}\n", p.display()))
+        .collect();
+    if let Some(dir) = file.parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    if let Err(e) = crate::io::atomic::write_atomic(&file, text.as_bytes()) {
+        log::warn!("{}: cannot save the recent files: {e}", file.display());
+    }
+}
+
+impl eframe::App for DrapeApp {
+    fn ui(&mut self, ui: &mut egui::Ui, _frame: &mut eframe::Frame) {
+        let ctx = ui.ctx().clone();
+        self.poll();
+        self.handle_close(&ctx);
+        self.handle_drops(&ctx);
+        self.shortcuts(&ctx);
+        ctx.send_viewport_cmd(egui::ViewportCommand::Title(format!(
+            "Drape — {}",
+            self.doc.title()
+        )));
+        panels::show(self, ui);
+        if self.playing || self.baking.is_some() || self.dialog.is_some() {
+            ctx.request_repaint_after(std::time::Duration::from_millis(30));
+        }
+    }
+}
+
+/// Runs the desktop app (blocks until the window closes).
+pub fn run(scene: Option<PathBuf>) -> Result<(), String> {
+    let _ = env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info"))
+        .try_init();
+    let options = eframe::NativeOptions {
+        renderer: eframe::Renderer::Glow,
+        depth_buffer: 24,
+        viewport: egui::ViewportBuilder::default()
+            .with_inner_size([1280.0, 800.0])
+            .with_min_inner_size([640.0, 400.0])
+            .with_drag_and_drop(true)
+            .with_title("Drape"),
+        ..Default::default()
+    };
+    eframe::run_native(
+        "Drape",
+        options,
+        Box::new(move |cc| Ok(Box::new(DrapeApp::new(&cc.egui_ctx, scene.as_deref())))),
+    )
+    .map_err(|e| format!("cannot open the window: {e}"))
+}

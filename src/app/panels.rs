@@ -1,0 +1,661 @@
+//! The window's layout: menu bar, outliner, properties, timeline, status bar, the viewport
+//! and the dialogs.
+
+use eframe::egui;
+
+use super::camera::{drag_target, pick_nearest};
+use super::{DrapeApp, FileAction, Pending, Selection};
+use crate::preset::{Origin, PresetKind};
+use crate::scene::Scene;
+
+/// Draws the whole window.
+pub fn show(app: &mut DrapeApp, ui: &mut egui::Ui) {
+    egui::Panel::top("menu").show(ui, |ui| menu_bar(app, ui));
+    egui::Panel::bottom("status").show(ui, |ui| status_bar(app, ui));
+    egui::Panel::bottom("timeline").show(ui, |ui| timeline(app, ui));
+    egui::Panel::left("outliner")
+        .default_size(200.0)
+        .resizable(true)
+        .show(ui, |ui| outliner(app, ui));
+    egui::Panel::right("properties")
+        .default_size(300.0)
+        .resizable(true)
+        .show(ui, |ui| {
+            egui::ScrollArea::vertical().show(ui, |ui| properties(app, ui));
+        });
+    egui::CentralPanel::default().show(ui, |ui| viewport(app, ui));
+    let ctx = ui.ctx().clone();
+    presets_window(app, &ctx);
+    errors_window(app, &ctx);
+    unsaved_dialog(app, &ctx);
+}
+
+fn menu_bar(app: &mut DrapeApp, ui: &mut egui::Ui) {
+    egui::MenuBar::new().ui(ui, |ui| {
+        ui.menu_button("File", |ui| {
+            if ui.button("New").clicked() {
+                app.request(Pending::New);
+            }
+            if ui.button("Open scene…").clicked() {
+                app.start_dialog(FileAction::OpenScene);
+            }
+            ui.menu_button("Recent files", |ui| {
+                if app.recent.is_empty() {
+                    ui.label("(none)");
+                }
+                for p in app.recent.clone() {
+                    if ui.button(p.display().to_string()).clicked() {
+                        app.request(Pending::Open(p));
+                    }
+                }
+            });
+            ui.separator();
+            if ui.button("Import garment…").clicked() {
+                app.start_dialog(FileAction::ImportGarment);
+            }
+            if ui.button("Import body…").clicked() {
+                app.start_dialog(FileAction::ImportBody);
+            }
+            ui.separator();
+            if ui.button("Save").clicked() {
+                app.save();
+            }
+            if ui.button("Save As…").clicked() {
+                app.start_dialog(FileAction::SaveAs);
+            }
+            ui.separator();
+            ui.add_enabled_ui(app.baked.is_some(), |ui| {
+                ui.menu_button("Export bake", |ui| {
+                    if ui.button("glTF binary (.glb)…").clicked() {
+                        app.start_dialog(FileAction::ExportGlb);
+                    }
+                    if ui.button("PC2 point cache (.pc2)…").clicked() {
+                        app.start_dialog(FileAction::ExportPc2);
+                    }
+                    if ui.button("MDD point cache (.mdd)…").clicked() {
+                        app.start_dialog(FileAction::ExportMdd);
+                    }
+                });
+            });
+            ui.separator();
+            if ui.button("Quit").clicked() {
+                app.request(Pending::Close);
+            }
+        });
+        ui.menu_button("Edit", |ui| {
+            if ui
+                .add_enabled(app.doc.can_undo(), egui::Button::new("Undo"))
+                .clicked()
+            {
+                app.undo();
+            }
+            if ui
+                .add_enabled(app.doc.can_redo(), egui::Button::new("Redo"))
+                .clicked()
+            {
+                app.redo();
+            }
+        });
+        ui.menu_button("View", |ui| {
+            let mut v = app.view;
+            ui.checkbox(&mut v.proxy, "Show proxy (simulation mesh)");
+            ui.checkbox(&mut v.wireframe, "Wireframe overlay");
+            ui.checkbox(&mut v.heat_map, "Stretch heat map");
+            if ui.button("Frame all (F)").clicked() {
+                app.frame_all();
+            }
+            ui.separator();
+            if ui.button("Preset library…").clicked() {
+                app.show_presets = true;
+            }
+            if v != app.view {
+                app.view = v;
+                app.refresh_view();
+            }
+        });
+    });
+}
+
+fn outliner(app: &mut DrapeApp, ui: &mut egui::Ui) {
+    ui.heading("Scene");
+    if ui
+        .selectable_label(app.selection == Selection::Scene, "Solver & timeline")
+        .clicked()
+    {
+        app.selection = Selection::Scene;
+    }
+    ui.separator();
+    let mut v = app.view;
+    if let Some(body) = &app.doc.scene.body {
+        ui.horizontal(|ui| {
+            ui.checkbox(&mut v.show_body, "");
+            let name = body
+                .path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "body".into());
+            if ui
+                .selectable_label(app.selection == Selection::Body, format!("Body: {name}"))
+                .clicked()
+            {
+                app.selection = Selection::Body;
+            }
+        });
+    } else {
+        ui.weak("No body");
+    }
+    for (i, g) in app.doc.scene.garments.iter().enumerate() {
+        ui.horizontal(|ui| {
+            if i == 0 {
+                ui.checkbox(&mut v.show_garments, "");
+            } else {
+                ui.add_space(ui.spacing().interact_size.y + ui.spacing().item_spacing.x);
+            }
+            if ui
+                .selectable_label(app.selection == Selection::Garment(i), &g.name)
+                .clicked()
+            {
+                app.selection = Selection::Garment(i);
+            }
+        });
+    }
+    if app.doc.scene.garments.is_empty() {
+        ui.weak("No garment: File ▸ Import garment, or drop a .glb here");
+    }
+    if v != app.view {
+        app.view = v;
+        app.refresh_view();
+    }
+}
+
+fn properties(app: &mut DrapeApp, ui: &mut egui::Ui) {
+    let mut scene = app.doc.scene.clone();
+    match app.selection {
+        Selection::Garment(i) if i < scene.garments.len() => {
+            garment_properties(app, ui, &mut scene, i)
+        }
+        Selection::Body if scene.body.is_some() => {
+            ui.heading("Body");
+            if let Some(b) = &app.loaded.as_ref().and_then(|l| l.body.clone()) {
+                ui.label(format!("File: {}", b.path.display()));
+                ui.label(format!(
+                    "{} vertices, {} triangles",
+                    b.mesh().positions.len(),
+                    b.mesh().indices.len()
+                ));
+                match b.animation_range_s() {
+                    Some((s, e)) => ui.label(format!("Animation: {s:.2}–{e:.2} s")),
+                    None => ui.label("Not animated"),
+                };
+            }
+            if ui.button("Remove body").clicked() {
+                scene.body = None;
+                app.selection = Selection::Scene;
+            }
+        }
+        _ => {}
+    }
+    ui.separator();
+    solver_properties(ui, &mut scene);
+    ui.separator();
+    timeline_properties(ui, &mut scene);
+    if scene != app.doc.scene {
+        app.edit(scene);
+    }
+}
+
+fn garment_properties(app: &mut DrapeApp, ui: &mut egui::Ui, scene: &mut Scene, i: usize) {
+    let g = &mut scene.garments[i];
+    ui.heading(format!("Garment: {}", g.name));
+    ui.label(format!("File: {}", g.path.display()));
+    if let Some(lg) = app.loaded.as_ref().and_then(|l| l.garments.get(i)) {
+        ui.label(format!(
+            "Render mesh: {} vertices; proxy: {} vertices, {} triangles",
+            lg.render.positions.len(),
+            lg.welded.mesh.positions.len(),
+            lg.welded.mesh.indices.len()
+        ));
+        ui.label(format!(
+            "Pins: {} hard, {} soft",
+            lg.pinned.len(),
+            lg.soft_pins.len()
+        ));
+    }
+    ui.add_space(4.0);
+    let fabrics: Vec<String> = app
+        .presets
+        .list()
+        .into_iter()
+        .filter(|e| e.kind == PresetKind::Fabric)
+        .map(|e| e.name)
+        .collect();
+    let current = if g.fabric_override.is_some() {
+        format!("{} (edited)", g.fabric)
+    } else {
+        g.fabric.clone()
+    };
+    egui::ComboBox::from_label("Fabric")
+        .selected_text(current)
+        .show_ui(ui, |ui| {
+            for name in &fabrics {
+                if ui.selectable_label(&g.fabric == name, name).clicked() {
+                    g.fabric = name.clone();
+                    g.fabric_override = None;
+                }
+            }
+        });
+    if let Ok(mut fabric) = g.resolve_fabric() {
+        let before = fabric.clone();
+        ui.horizontal(|ui| {
+            ui.label("Friction");
+            ui.add(
+                egui::DragValue::new(&mut fabric.friction)
+                    .range(0.0..=2.0)
+                    .speed(0.01),
+            );
+        });
+        ui.label(format!(
+            "{:.3} kg/m², stretch {:.0}/{:.0} N/m, bend {:.1e}/{:.1e} N·m",
+            fabric.density_kg_per_m2,
+            fabric.stretch_warp_n_per_m,
+            fabric.stretch_weft_n_per_m,
+            fabric.bend_warp_n_m,
+            fabric.bend_weft_n_m
+        ));
+        if fabric != before {
+            g.fabric_override = Some(fabric);
+        }
+    }
+    if ui.button("Remove garment").clicked() {
+        scene.garments.remove(i);
+        app.selection = Selection::Scene;
+    }
+}
+
+fn solver_properties(ui: &mut egui::Ui, scene: &mut Scene) {
+    ui.heading("Solver");
+    let s = &mut scene.solver;
+    egui::Grid::new("solver").num_columns(2).show(ui, |ui| {
+        ui.label("Substeps");
+        ui.add(egui::DragValue::new(&mut s.substeps).range(1..=crate::sim::MAX_SUBSTEPS));
+        ui.end_row();
+        ui.label("Iterations");
+        ui.add(egui::DragValue::new(&mut s.iterations).range(1..=crate::sim::MAX_ITERATIONS));
+        ui.end_row();
+        ui.label("Thickness (mm)");
+        let mut mm = s.collision_thickness_m * 1000.0;
+        if ui
+            .add(egui::DragValue::new(&mut mm).range(0.1..=50.0).speed(0.1))
+            .changed()
+        {
+            s.collision_thickness_m = mm / 1000.0;
+        }
+        ui.end_row();
+    });
+}
+
+fn timeline_properties(ui: &mut egui::Ui, scene: &mut Scene) {
+    ui.heading("Timeline");
+    let t = &mut scene.timeline;
+    egui::Grid::new("timeline_props")
+        .num_columns(2)
+        .show(ui, |ui| {
+            ui.label("fps");
+            ui.add(egui::DragValue::new(&mut t.fps).range(1.0..=240.0));
+            ui.end_row();
+            ui.label("Start frame");
+            ui.add(egui::DragValue::new(&mut t.start_frame));
+            ui.end_row();
+            ui.label("End frame");
+            let mut has_end = t.end_frame.is_some();
+            ui.horizontal(|ui| {
+                if ui.checkbox(&mut has_end, "").changed() {
+                    t.end_frame =
+                        has_end.then_some(t.start_frame + crate::scene::DEFAULT_FRAMES as i32 - 1);
+                }
+                if let Some(end) = t.end_frame.as_mut() {
+                    ui.add(egui::DragValue::new(end).range(
+                        t.start_frame..=t.start_frame + crate::scene::MAX_FRAMES as i32 - 1,
+                    ));
+                } else {
+                    ui.weak("animation's end");
+                }
+            });
+            ui.end_row();
+            ui.label("Pre-roll frames");
+            ui.add(egui::DragValue::new(&mut t.preroll_frames).range(0..=240));
+            ui.end_row();
+        });
+}
+
+fn timeline(app: &mut DrapeApp, ui: &mut egui::Ui) {
+    ui.horizontal(|ui| {
+        let idle = app.baking.is_none();
+        if ui.add_enabled(idle, egui::Button::new("Reset")).clicked() {
+            app.reset();
+        }
+        let play = if app.playing { "Pause" } else { "Play" };
+        if ui.add_enabled(idle, egui::Button::new(play)).clicked() {
+            app.toggle_play();
+        }
+        if ui.add_enabled(idle, egui::Button::new("Step")).clicked() {
+            app.step();
+        }
+        ui.separator();
+        let frames = app.timeline_frames();
+        let baked = app.baked.as_ref().map_or(0, |b| b.frames.len());
+        match baked {
+            n if n > 0 => {
+                let mut k = app.scrub.unwrap_or(0);
+                let slider = egui::Slider::new(&mut k, 0..=n - 1).text("baked frame");
+                if ui.add(slider).changed() {
+                    app.scrub_to(k);
+                }
+                ui.label(format!("{n} frames baked"));
+            }
+            _ => {
+                let shown = app.shown_frame().unwrap_or(0);
+                ui.label(format!("frame {shown} (simulating; {frames} to bake)"));
+            }
+        }
+        ui.separator();
+        match app.baking {
+            Some(p) => {
+                let fraction = p.done as f32 / p.total.max(1) as f32;
+                ui.add(
+                    egui::ProgressBar::new(fraction)
+                        .desired_width(200.0)
+                        .text(format!(
+                            "{}/{} frames, ETA {:.0} s",
+                            p.done, p.total, p.eta_s
+                        )),
+                );
+                if ui.button("Cancel bake").clicked() {
+                    app.cancel_bake();
+                }
+            }
+            None => {
+                if ui
+                    .add_enabled(app.loaded.is_some(), egui::Button::new("Bake"))
+                    .on_hover_text("Simulate the frame range and keep every frame")
+                    .clicked()
+                {
+                    app.bake();
+                }
+            }
+        }
+    });
+}
+
+fn status_bar(app: &mut DrapeApp, ui: &mut egui::Ui) {
+    ui.horizontal(|ui| {
+        let s = app.live_stats();
+        ui.label(format!("{:.1} ms/frame", s.ms_per_frame));
+        ui.separator();
+        ui.label(format!("max stretch {:.1} %", s.max_stretch * 100.0));
+        ui.separator();
+        ui.label(format!("penetrations {}", s.penetrations));
+        ui.separator();
+        ui.label(format!("rollbacks {}", s.rollbacks));
+        ui.separator();
+        ui.label(&app.status);
+    });
+}
+
+fn viewport(app: &mut DrapeApp, ui: &mut egui::Ui) {
+    let (rect, response) =
+        ui.allocate_exact_size(ui.available_size(), egui::Sense::click_and_drag());
+    let size = [rect.width(), rect.height()];
+    let local = |p: egui::Pos2| [p.x - rect.left(), p.y - rect.top()];
+    let mut camera = app.camera();
+    let shift = ui.input(|i| i.modifiers.shift);
+    if response.drag_started_by(egui::PointerButton::Primary) && !shift {
+        if let (Some(p), Some(loaded)) = (response.interact_pointer_pos(), &app.loaded) {
+            let positions = app.garment_positions();
+            if let Some(v) = pick_nearest(&camera, &positions, local(p), size, 12.0) {
+                let particle = if app.view.proxy {
+                    Some(v as u32)
+                } else {
+                    let offsets = particle_offsets(loaded);
+                    loaded.render_to_particle(&offsets).get(v).copied()
+                };
+                app.grab = particle.map(|pt| (v, pt));
+            }
+        }
+    }
+    if let Some((v, particle)) = app.grab {
+        if response.dragged() {
+            if let Some(p) = response.interact_pointer_pos() {
+                let anchor = app.garment_positions().get(v).copied();
+                if let Some(anchor) = anchor {
+                    let target = drag_target(&camera, anchor, local(p), size);
+                    app.drag_particle(Some((particle, target)));
+                }
+            }
+        } else {
+            app.grab = None;
+            app.drag_particle(None);
+        }
+    } else if response.dragged_by(egui::PointerButton::Primary) && !shift {
+        let d = response.drag_delta();
+        camera.orbit(d.x, d.y);
+    } else if response.dragged_by(egui::PointerButton::Middle)
+        || response.dragged_by(egui::PointerButton::Secondary)
+        || (response.dragged_by(egui::PointerButton::Primary) && shift)
+    {
+        let d = response.drag_delta();
+        camera.pan(d.x, d.y, rect.height());
+    }
+    if response.hovered() {
+        let scroll = ui.input(|i| i.smooth_scroll_delta.y);
+        if scroll != 0.0 {
+            camera.zoom(scroll);
+        }
+    }
+    app.set_camera(camera);
+    super::viewport::paint(ui, rect, &app.draw);
+    if app.doc.scene.garments.is_empty() {
+        ui.put(
+            rect,
+            egui::Label::new("Drop a garment (.glb) or a scene (.ron) here"),
+        );
+    }
+}
+
+fn particle_offsets(loaded: &crate::bake::LoadedScene) -> Vec<u32> {
+    let mut offsets = Vec::with_capacity(loaded.garments.len());
+    let mut base = 0u32;
+    for g in &loaded.garments {
+        offsets.push(base);
+        base += g.welded.mesh.positions.len() as u32;
+    }
+    offsets
+}
+
+fn presets_window(app: &mut DrapeApp, ctx: &egui::Context) {
+    let mut open = app.show_presets;
+    egui::Window::new("Preset library")
+        .open(&mut open)
+        .default_width(360.0)
+        .show(ctx, |ui| preset_library(app, ui));
+    app.show_presets = open && app.show_presets;
+}
+
+fn preset_library(app: &mut DrapeApp, ui: &mut egui::Ui) {
+    ui.label(format!(
+        "User presets: {}",
+        app.presets.user_dir().display()
+    ));
+    let entries = app.presets.list();
+    egui::ScrollArea::vertical()
+        .max_height(240.0)
+        .show(ui, |ui| {
+            for kind in [PresetKind::Fabric, PresetKind::Solver] {
+                ui.strong(if kind == PresetKind::Fabric {
+                    "Fabrics"
+                } else {
+                    "Solver"
+                });
+                for e in entries.iter().filter(|e| e.kind == kind) {
+                    let key = (e.name.clone(), kind == PresetKind::Solver);
+                    let tag = match e.origin {
+                        Origin::Builtin => "built-in",
+                        Origin::User => "user",
+                    };
+                    let selected = app.preset_selected.as_ref() == Some(&key);
+                    if ui
+                        .selectable_label(selected, format!("{}  ({tag})", e.name))
+                        .clicked()
+                    {
+                        app.preset_name = e.name.clone();
+                        app.preset_selected = Some(key);
+                    }
+                }
+            }
+        });
+    ui.separator();
+    ui.horizontal(|ui| {
+        ui.label("Name");
+        ui.text_edit_singleline(&mut app.preset_name);
+    });
+    let selected = app.preset_selected.clone();
+    let kind_of = |solver: bool| {
+        if solver {
+            PresetKind::Solver
+        } else {
+            PresetKind::Fabric
+        }
+    };
+    let builtin = selected.as_ref().is_some_and(|(n, s)| {
+        entries
+            .iter()
+            .any(|e| &e.name == n && e.kind == kind_of(*s) && e.origin == Origin::Builtin)
+    });
+    ui.horizontal_wrapped(|ui| {
+        if ui
+            .add_enabled(selected.is_some(), egui::Button::new("Apply"))
+            .clicked()
+        {
+            if let Some((name, solver)) = &selected {
+                app.apply_preset(name, *solver);
+            }
+        }
+        if ui.button("Save current fabric").clicked() {
+            let name = app.preset_name.clone();
+            app.save_current_fabric(&name);
+        }
+        if ui.button("Save current solver").clicked() {
+            let name = app.preset_name.clone();
+            app.save_current_solver(&name);
+        }
+        if ui
+            .add_enabled(selected.is_some(), egui::Button::new("Duplicate"))
+            .clicked()
+        {
+            if let Some((name, solver)) = &selected {
+                let to = app.preset_name.clone();
+                let r = app.presets.duplicate(kind_of(*solver), name, &to);
+                app.preset_result(r.map(|_| format!("duplicated {name} as {to}")));
+            }
+        }
+        if ui
+            .add_enabled(selected.is_some() && !builtin, egui::Button::new("Rename"))
+            .on_disabled_hover_text("Built-in presets are read-only")
+            .clicked()
+        {
+            if let Some((name, solver)) = &selected {
+                let to = app.preset_name.clone();
+                let r = app.presets.rename(kind_of(*solver), name, &to);
+                if r.is_ok() {
+                    app.preset_selected = Some((to.clone(), *solver));
+                }
+                app.preset_result(r.map(|_| format!("renamed {name} to {to}")));
+            }
+        }
+        if ui
+            .add_enabled(selected.is_some() && !builtin, egui::Button::new("Delete"))
+            .on_disabled_hover_text("Built-in presets are read-only")
+            .clicked()
+        {
+            if let Some((name, solver)) = &selected {
+                let r = app.presets.remove(kind_of(*solver), name);
+                if r.is_ok() {
+                    app.preset_selected = None;
+                }
+                app.preset_result(r.map(|_| format!("deleted preset {name}")));
+            }
+        }
+        if ui.button("Import…").clicked() {
+            app.start_dialog(FileAction::ImportPreset);
+        }
+        if ui
+            .add_enabled(selected.is_some(), egui::Button::new("Export…"))
+            .clicked()
+        {
+            app.start_dialog(FileAction::ExportPreset);
+        }
+    });
+}
+
+fn errors_window(app: &mut DrapeApp, ctx: &egui::Context) {
+    if app.errors.is_empty() {
+        return;
+    }
+    let mut open = true;
+    egui::Window::new("Problems")
+        .open(&mut open)
+        .default_width(480.0)
+        .anchor(egui::Align2::CENTER_TOP, [0.0, 40.0])
+        .show(ctx, |ui| {
+            for e in &app.errors {
+                ui.colored_label(ui.visuals().error_fg_color, e);
+            }
+            if ui.button("Dismiss").clicked() {
+                app.errors.clear();
+            }
+        });
+    if !open {
+        app.errors.clear();
+    }
+}
+
+fn unsaved_dialog(app: &mut DrapeApp, ctx: &egui::Context) {
+    let Some(pending) = app.pending.clone() else {
+        return;
+    };
+    let mut answer = None;
+    egui::Modal::new(egui::Id::unique("unsaved")).show(ctx, |ui| {
+        ui.heading("Unsaved changes");
+        ui.label(format!(
+            "{} has changes that are not saved.",
+            app.doc.title()
+        ));
+        ui.horizontal(|ui| {
+            if ui.button("Save").clicked() {
+                answer = Some(0);
+            }
+            if ui.button("Discard").clicked() {
+                answer = Some(1);
+            }
+            if ui.button("Cancel").clicked() {
+                answer = Some(2);
+            }
+        });
+    });
+    match answer {
+        Some(0) => {
+            app.pending = None;
+            app.save();
+            if !app.doc.dirty {
+                app.continue_pending(pending);
+            }
+        }
+        Some(1) => {
+            app.pending = None;
+            app.doc.dirty = false;
+            app.continue_pending(pending);
+        }
+        Some(_) => app.pending = None,
+        None => {}
+    }
+}

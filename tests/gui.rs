@@ -1,0 +1,243 @@
+//! The desktop app, driven headless by egui_kittest: the real `DrapeApp`, its worker thread
+//! and its panels, clicked by label. (egui_kittest does not run glow paint callbacks, so the
+//! 3D viewport itself is checked by the Xvfb screenshot script, `.ci/screenshot.sh`.)
+#![cfg(feature = "gui")]
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use drape::app::DrapeApp;
+use drape::demo::{write_demo, DemoScene};
+use drape::scene::Scene;
+use egui_kittest::kittest::Queryable;
+use egui_kittest::Harness;
+
+/// One user preset folder for the whole test binary, so no test writes into the real
+/// configuration folder (and no two tests race on the variable).
+fn isolate_user_config() {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    let dir = DIR.get_or_init(|| {
+        let d = tempfile::tempdir().unwrap().keep();
+        d.join("presets")
+    });
+    // SAFETY: every test sets the same value before any thread reads it.
+    unsafe { std::env::set_var("DRAPE_PRESET_DIR", dir) };
+}
+
+fn harness(scene: Option<&Path>) -> Harness<'static, DrapeApp> {
+    isolate_user_config();
+    let scene = scene.map(Path::to_path_buf);
+    Harness::builder()
+        .with_size([1280.0, 800.0])
+        .build_eframe(move |cc| DrapeApp::new(&cc.egui_ctx, scene.as_deref()))
+}
+
+/// Steps the app until `done` holds; fails the test after 120 s.
+fn wait_until(h: &mut Harness<'static, DrapeApp>, what: &str, done: impl Fn(&DrapeApp) -> bool) {
+    let start = Instant::now();
+    loop {
+        h.step();
+        if done(h.state()) {
+            return;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "timed out waiting for {what}; errors: {:?}",
+            h.state().errors
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+fn loaded(h: &mut Harness<'static, DrapeApp>) {
+    wait_until(h, "the first frame", |a| a.live.is_some());
+    assert!(h.state().errors.is_empty(), "{:?}", h.state().errors);
+}
+
+#[test]
+fn play_ten_frames_and_the_garment_moves() {
+    let mut h = harness(None);
+    loaded(&mut h);
+    let before = h.state().garment_positions();
+    assert!(!before.is_empty());
+    h.get_by_label("Play").click();
+    wait_until(&mut h, "10 frames", |a| {
+        a.live.as_ref().is_some_and(|f| f.frame >= 10)
+    });
+    h.get_by_label("Pause").click();
+    h.step();
+    h.step();
+    let after = h.state().garment_positions();
+    assert_eq!(before.len(), after.len());
+    let moved = before
+        .iter()
+        .zip(&after)
+        .map(|(a, b)| (*a - *b).length())
+        .fold(0.0f32, f32::max);
+    assert!(moved > 1e-3, "largest move {moved} m");
+    assert!(after.iter().all(|p| p.is_finite()));
+    assert!(!h.state().playing);
+}
+
+#[test]
+fn changing_the_fabric_preset_changes_the_solver_compliance() {
+    let mut h = harness(None);
+    loaded(&mut h);
+    wait_until(&mut h, "the model report", |a| {
+        a.solver_stretch_compliance_m_per_n.is_some()
+    });
+    let cotton = h.state().solver_stretch_compliance_m_per_n.unwrap();
+    h.get_by_label("skirt").click();
+    h.step();
+    h.get_by_label("Fabric").click();
+    h.run_steps(3);
+    h.get_by_label("chiffon").click();
+    h.step();
+    assert_eq!(h.state().doc.scene.garments[0].fabric, "chiffon");
+    wait_until(&mut h, "the rebuilt model", |a| {
+        a.solver_stretch_compliance_m_per_n != Some(cotton)
+    });
+    let chiffon = h.state().solver_stretch_compliance_m_per_n.unwrap();
+    // Chiffon is far less stiff in stretch than cotton shirting: a larger compliance.
+    assert!(chiffon > cotton, "chiffon {chiffon} vs cotton {cotton} m/N");
+    assert!(h.state().doc.dirty);
+}
+
+#[test]
+fn bake_twenty_frames_and_the_timeline_shows_twenty() {
+    let mut h = harness(None);
+    loaded(&mut h);
+    let mut scene = h.state().doc.scene.clone();
+    scene.timeline.end_frame = Some(scene.timeline.start_frame + 19);
+    h.state_mut().edit(scene);
+    assert_eq!(h.state().timeline_frames(), 20);
+    h.get_by_label("Bake").click();
+    wait_until(&mut h, "the bake", |a| {
+        a.baked.is_some() && a.baking.is_none()
+    });
+    let app = h.state();
+    let baked = app.baked.as_ref().unwrap();
+    assert_eq!(baked.frames.len(), 20);
+    assert!(!baked.cancelled);
+    assert_eq!(app.timeline_frames(), 20);
+    assert_eq!(app.scrub, Some(19));
+    h.step();
+    h.get_by_label("20 frames baked");
+}
+
+#[test]
+fn cancelling_a_bake_keeps_the_scene_and_the_frames_so_far() {
+    let mut h = harness(None);
+    loaded(&mut h);
+    let mut scene = h.state().doc.scene.clone();
+    scene.timeline.end_frame = Some(scene.timeline.start_frame + 5000);
+    h.state_mut().edit(scene);
+    let before = h.state().doc.scene.clone();
+    h.get_by_label("Bake").click();
+    wait_until(&mut h, "bake progress", |a| {
+        a.baking.is_some_and(|p| p.done >= 2)
+    });
+    h.get_by_label("Cancel bake").click();
+    wait_until(&mut h, "the cancelled bake", |a| a.baking.is_none());
+    let app = h.state();
+    let baked = app
+        .baked
+        .as_ref()
+        .expect("the frames baked so far are kept");
+    assert!(baked.cancelled);
+    assert!(baked.frames.len() >= 2 && baked.frames.len() < 5001);
+    assert_eq!(app.doc.scene, before, "the scene is intact");
+    assert!(app.loaded.is_some() && app.errors.is_empty());
+}
+
+#[test]
+fn undo_restores_a_property_change() {
+    let mut h = harness(None);
+    loaded(&mut h);
+    let original = h.state().doc.scene.clone();
+    let mut edited = original.clone();
+    edited.solver.substeps = 7;
+    h.state_mut().edit(edited);
+    assert_eq!(h.state().doc.scene.solver.substeps, 7);
+    wait_until(&mut h, "the rebuilt solver", |a| a.live.is_some());
+    h.get_by_label("Edit").click();
+    h.run_steps(3);
+    h.get_by_label("Undo").click();
+    h.step();
+    assert_eq!(h.state().doc.scene, original);
+    h.get_by_label("Edit").click();
+    h.run_steps(3);
+    h.get_by_label("Redo").click();
+    h.step();
+    assert_eq!(h.state().doc.scene.solver.substeps, 7);
+}
+
+#[test]
+fn save_and_reopen_gives_the_same_scene() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = write_demo(tmp.path(), DemoScene::Default, None).unwrap();
+    let mut h = harness(Some(&path));
+    loaded(&mut h);
+    assert!(h.state().doc.titled);
+    let mut edited = h.state().doc.scene.clone();
+    edited.solver.iterations = 2;
+    edited.garments[0].fabric = "denim".into();
+    h.state_mut().edit(edited.clone());
+    assert!(h.state().doc.dirty);
+    h.get_by_label("File").click();
+    h.run_steps(3);
+    h.get_by_label("Save").click();
+    h.step();
+    assert!(!h.state().doc.dirty, "errors: {:?}", h.state().errors);
+    let on_disk = Scene::load(&path).unwrap();
+    assert_eq!(on_disk, edited);
+    let mut again = harness(Some(&path));
+    loaded(&mut again);
+    assert_eq!(again.state().doc.scene, edited);
+}
+
+/// A file dropped on the window, as the windowing integration hands it to egui.
+#[derive(Debug)]
+struct Dropped(PathBuf);
+
+impl eframe::egui::DroppedFile for Dropped {
+    fn path(&self) -> &Path {
+        &self.0
+    }
+
+    fn bytes(&self) -> Result<Vec<u8>, String> {
+        std::fs::read(&self.0).map_err(|e| e.to_string())
+    }
+}
+
+#[test]
+fn a_bad_file_dropped_on_the_window_is_reported_and_the_app_goes_on() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bad = tmp.path().join("not_a_model.glb");
+    std::fs::write(&bad, "this is a text file, renamed").unwrap();
+    let mut h = harness(None);
+    loaded(&mut h);
+    let scene = h.state().doc.scene.clone();
+    h.input_mut()
+        .dropped_files
+        .push(std::sync::Arc::new(Dropped(bad.clone())));
+    h.step();
+    h.step();
+    let app = h.state();
+    assert_eq!(app.errors.len(), 1, "{:?}", app.errors);
+    assert!(
+        app.errors[0].contains("not_a_model.glb"),
+        "{}",
+        app.errors[0]
+    );
+    assert_eq!(app.doc.scene, scene);
+    assert!(h.get_all_by_label_contains("not_a_model.glb").count() >= 1);
+    // Still working: it plays on.
+    h.get_by_label("Dismiss").click();
+    h.step();
+    h.get_by_label("Step").click();
+    wait_until(&mut h, "a step after the error", |a| {
+        a.live.as_ref().is_some_and(|f| f.frame >= 1)
+    });
+}
