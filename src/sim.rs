@@ -440,6 +440,9 @@ pub struct Solver {
     rest_area2: Vec<Real>,
     /// A temporary soft attachment (the artist dragging a vertex), and its multiplier.
     drag: Option<Attachment>,
+    /// Where the drag attachment pulls now (m): it follows the drag's target at most
+    /// [`DRAG_SPEED_M_PER_S`], so a jump of the mouse cannot tear the cloth in one substep.
+    drag_point: Vec3,
     lambda_drag: Real,
     times: StageTimes,
 }
@@ -476,6 +479,9 @@ impl SubstepFailure {
         }
     }
 }
+
+/// Fastest speed at which the artist's drag point follows the mouse (m/s).
+pub const DRAG_SPEED_M_PER_S: Real = 2.0;
 
 /// A triangle counts as inverted when its normal turns by more than 90° within one substep
 /// while it keeps at least this fraction of its area at both ends (a crumpled, near-degenerate
@@ -664,6 +670,7 @@ impl Solver {
             body,
             time_s: 0.0,
             drag: None,
+            drag_point: Vec3::ZERO,
             lambda_drag: 0.0,
             times: StageTimes::default(),
         })
@@ -690,6 +697,12 @@ impl Solver {
                     value: format!("{:?}", d),
                     problem: "the target must be finite and the compliance finite and >= 0 m/N",
                 });
+            }
+        }
+        let grabbed = self.drag.map(|d| d.particle);
+        if let Some(d) = &drag {
+            if grabbed != Some(d.particle) {
+                self.drag_point = self.particles.x[d.particle as usize];
             }
         }
         self.drag = drag;
@@ -940,6 +953,7 @@ impl Solver {
             lambda_contact,
             proximity,
             drag,
+            drag_point,
             lambda_drag,
             times,
             ..
@@ -1001,6 +1015,10 @@ impl Solver {
         lambda_attach.fill(0.0);
         lambda_tether.fill(0.0);
         *lambda_drag = 0.0;
+        if let Some(d) = drag.as_ref() {
+            let step = (d.target_m - *drag_point).clamp_length_max(DRAG_SPEED_M_PER_S * h);
+            *drag_point += step;
+        }
         lambda_contact.clear();
         lambda_contact.resize(contacts.len(), 0.0);
 
@@ -1023,9 +1041,14 @@ impl Solver {
             });
             if let Some(c) = drag.as_ref() {
                 let i = c.particle as usize;
-                if let Outcome::Move([d]) =
-                    solve_attachment(x[i], w[i], c.target_m, c.compliance_m_per_n, h, lambda_drag)
-                {
+                if let Outcome::Move([d]) = solve_attachment(
+                    x[i],
+                    w[i],
+                    *drag_point,
+                    c.compliance_m_per_n,
+                    h,
+                    lambda_drag,
+                ) {
                     x[i] += d;
                 }
             }

@@ -241,3 +241,130 @@ fn a_bad_file_dropped_on_the_window_is_reported_and_the_app_goes_on() {
         a.live.as_ref().is_some_and(|f| f.frame >= 1)
     });
 }
+
+#[test]
+fn dragging_a_cloth_vertex_pulls_it_while_the_simulation_runs() {
+    let mut h = harness(None);
+    loaded(&mut h);
+    h.step();
+    let app = h.state();
+    let rect = app.viewport_rect.expect("the viewport was laid out");
+    let camera = app.camera();
+    let positions = app.garment_positions();
+    // The hem's front-most vertex: free to move, and drawn in front of the body.
+    let eye = camera.eye();
+    let lowest = positions.iter().map(|p| p.y).fold(f32::INFINITY, f32::min);
+    let (v, p) = positions
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| p.y < lowest + 0.01)
+        .min_by(|a, b| (*a.1 - eye).length().total_cmp(&(*b.1 - eye).length()))
+        .map(|(i, p)| (i, *p))
+        .unwrap();
+    let size = [rect.width(), rect.height()];
+    let s = camera.project(p, size).unwrap();
+    let at = rect.min + eframe::egui::vec2(s[0], s[1]);
+    h.get_by_label("Play").click();
+    h.step();
+    h.drag_at(at);
+    h.step();
+    // Pull it 80 points up the screen, and hold it there while the cloth simulates.
+    let up = at - eframe::egui::vec2(0.0, 80.0);
+    for k in 1..=8 {
+        h.hover_at(at - eframe::egui::vec2(0.0, 10.0 * k as f32));
+        h.step();
+    }
+    assert!(
+        h.state().grabbed_particle().is_some(),
+        "the hem vertex is grabbed"
+    );
+    let start = h.state().live.as_ref().map_or(0, |f| f.frame);
+    wait_until(&mut h, "frames under the drag", |a| {
+        a.live.as_ref().is_some_and(|f| f.frame >= start + 12)
+    });
+    let pulled = h.state().garment_positions()[v];
+    assert!(
+        pulled.y > p.y + 0.05,
+        "the dragged vertex rose from {} to {} m",
+        p.y,
+        pulled.y
+    );
+    h.drop_at(up);
+    h.step();
+    assert!(h.state().grabbed_particle().is_none(), "released");
+}
+
+#[test]
+fn keyboard_shortcuts_play_and_undo() {
+    let mut h = harness(None);
+    loaded(&mut h);
+    h.key_press(eframe::egui::Key::Space);
+    h.step();
+    assert!(h.state().playing, "space plays");
+    h.key_press(eframe::egui::Key::Space);
+    h.step();
+    assert!(!h.state().playing, "space pauses");
+    let original = h.state().doc.scene.clone();
+    let mut edited = original.clone();
+    edited.solver.collision_thickness_m = 0.008;
+    h.state_mut().edit(edited);
+    h.key_press_modifiers(eframe::egui::Modifiers::COMMAND, eframe::egui::Key::Z);
+    h.step();
+    assert_eq!(h.state().doc.scene, original, "Ctrl+Z undoes");
+}
+
+#[test]
+fn new_asks_about_unsaved_changes() {
+    let mut h = harness(None);
+    loaded(&mut h);
+    let mut edited = h.state().doc.scene.clone();
+    edited.solver.iterations = 3;
+    h.state_mut().edit(edited.clone());
+    h.get_by_label("File").click();
+    h.run_steps(3);
+    h.get_by_label("New").click();
+    h.run_steps(3);
+    h.get_by_label("Unsaved changes");
+    h.get_by_label("Cancel").click();
+    h.run_steps(2);
+    assert_eq!(h.state().doc.scene, edited, "cancel keeps the scene");
+    assert!(h.state().pending.is_none());
+    h.get_by_label("File").click();
+    h.run_steps(3);
+    h.get_by_label("New").click();
+    h.run_steps(3);
+    h.get_by_label("Discard").click();
+    h.run_steps(2);
+    assert!(
+        h.state().doc.scene.garments.is_empty(),
+        "discard starts a new scene"
+    );
+    assert!(!h.state().doc.dirty);
+}
+
+#[test]
+fn a_bake_exports_to_gltf_and_point_caches() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut h = harness(None);
+    loaded(&mut h);
+    let mut scene = h.state().doc.scene.clone();
+    scene.timeline.end_frame = Some(scene.timeline.start_frame + 4);
+    h.state_mut().edit(scene);
+    h.get_by_label("Bake").click();
+    wait_until(&mut h, "the bake", |a| {
+        a.baked.is_some() && a.baking.is_none()
+    });
+    use drape::app::FileAction;
+    for (action, name) in [
+        (FileAction::ExportGlb, "bake.glb"),
+        (FileAction::ExportPc2, "bake.pc2"),
+        (FileAction::ExportMdd, "bake.mdd"),
+    ] {
+        let path = tmp.path().join(name);
+        h.state_mut().file_action(action, &path);
+        assert!(h.state().errors.is_empty(), "{:?}", h.state().errors);
+        assert!(std::fs::metadata(&path).unwrap().len() > 100, "{name}");
+    }
+    let frames = drape::io::cache::read_pc2(&tmp.path().join("bake.pc2")).unwrap();
+    assert_eq!(frames.frames.len(), 5);
+}

@@ -150,6 +150,8 @@ pub struct DrapeApp {
     pub solver_stretch_compliance_m_per_n: Option<Real>,
     /// Waiting for an answer about unsaved changes.
     pub pending: Option<Pending>,
+    /// Where the 3D viewport was last laid out (points).
+    pub viewport_rect: Option<egui::Rect>,
     /// Set once the window may close.
     allow_close: bool,
     worker: Worker,
@@ -198,6 +200,7 @@ impl DrapeApp {
             show_presets: false,
             solver_stretch_compliance_m_per_n: None,
             pending: None,
+            viewport_rect: None,
             allow_close: false,
             worker,
             draw: Arc::new(Mutex::new(SceneDraw {
@@ -275,7 +278,7 @@ impl DrapeApp {
             d.garment = Default::default();
             d.body = Default::default();
         }
-        self.status = "new scene: import a garment (File ▸ Import garment) or drop a .glb".into();
+        self.status = "new scene: import a garment (File > Import garment) or drop a .glb".into();
     }
 
     fn set_loaded(&mut self, loaded: LoadedScene, restart: bool) {
@@ -762,6 +765,11 @@ impl DrapeApp {
             Ok(()) => self.status = format!("exported preset {name} to {}", path.display()),
             Err(e) => self.fail(e.to_string()),
         }
+    }
+
+    /// The particle being dragged in the viewport, if any.
+    pub fn grabbed_particle(&self) -> Option<u32> {
+        self.grab.map(|(_, p)| p)
     }
 
     /// Frames the whole scene in the viewport.

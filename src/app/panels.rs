@@ -160,7 +160,7 @@ fn outliner(app: &mut DrapeApp, ui: &mut egui::Ui) {
         });
     }
     if app.doc.scene.garments.is_empty() {
-        ui.weak("No garment: File ▸ Import garment, or drop a .glb here");
+        ui.weak("No garment: File > Import garment, or drop a .glb here");
     }
     if v != app.view {
         app.view = v;
@@ -405,12 +405,15 @@ fn status_bar(app: &mut DrapeApp, ui: &mut egui::Ui) {
 fn viewport(app: &mut DrapeApp, ui: &mut egui::Ui) {
     let (rect, response) =
         ui.allocate_exact_size(ui.available_size(), egui::Sense::click_and_drag());
+    app.viewport_rect = Some(rect);
     let size = [rect.width(), rect.height()];
     let local = |p: egui::Pos2| [p.x - rect.left(), p.y - rect.top()];
     let mut camera = app.camera();
     let shift = ui.input(|i| i.modifiers.shift);
     if response.drag_started_by(egui::PointerButton::Primary) && !shift {
-        if let (Some(p), Some(loaded)) = (response.interact_pointer_pos(), &app.loaded) {
+        // Pick where the button went down: the drag starts only once the pointer has moved.
+        let origin = ui.input(|i| i.pointer.press_origin());
+        if let (Some(p), Some(loaded)) = (origin, &app.loaded) {
             let positions = app.garment_positions();
             if let Some(v) = pick_nearest(&camera, &positions, local(p), size, 12.0) {
                 let particle = if app.view.proxy {
