@@ -479,6 +479,7 @@ fn presets_window(app: &mut DrapeApp, ctx: &egui::Context) {
     let mut open = app.show_presets;
     egui::Window::new("Preset library")
         .open(&mut open)
+        .default_pos([230.0, 60.0])
         .default_width(360.0)
         .show(ctx, |ui| preset_library(app, ui));
     app.show_presets = open && app.show_presets;
