@@ -689,9 +689,10 @@ impl Solver {
                     count: self.particles.len(),
                 });
             }
-            if !(d.compliance_m_per_n.is_finite() && d.compliance_m_per_n >= 0.0)
-                || !d.target_m.is_finite()
-            {
+            let usable = d.compliance_m_per_n.is_finite()
+                && d.compliance_m_per_n >= 0.0
+                && d.target_m.is_finite();
+            if !usable {
                 return Err(SimError::Setting {
                     field: "drag",
                     value: format!("{:?}", d),
