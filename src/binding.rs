@@ -297,11 +297,11 @@ impl Binding {
             .map(|v| {
                 let m = v.triangle.map(|i| proxy_map[i as usize]);
                 let (mut lo, mut hi, mut sum) = (Real::INFINITY, Real::NEG_INFINITY, 0.0);
-                for k in 0..3 {
-                    if v.barycentric[k] > 0.0 {
-                        lo = lo.min(m[k]);
-                        hi = hi.max(m[k]);
-                        sum += v.barycentric[k] * m[k];
+                for (&w, &value) in v.barycentric.iter().zip(&m) {
+                    if w > 0.0 {
+                        lo = lo.min(value);
+                        hi = hi.max(value);
+                        sum += w * value;
                     }
                 }
                 if lo <= hi {

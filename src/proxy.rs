@@ -108,7 +108,7 @@ impl Default for ProxyOptions {
             weld_tolerance_m: DEFAULT_WELD_TOLERANCE_M,
             lock_border: false,
             corner_angle_deg: 30.0,
-            improve_passes: 4,
+            improve_passes: 8,
         }
     }
 }
@@ -363,6 +363,25 @@ fn vertices_for_edge_length(q: &ProxyQuality, edge_m: Real) -> usize {
     (v.round() as usize).max(MIN_TARGET_VERTICES)
 }
 
+/// The edge length (m) that gives about `vertices` vertices: the inverse of
+/// [`vertices_for_edge_length`], solving `V = 2A/(√3·L²) + P/(2L)` for `1/L`.
+fn edge_length_for_vertices(q: &ProxyQuality, vertices: usize) -> Real {
+    let (a, p, v) = (
+        f64::from(q.area_m2) * 2.0 / 3.0f64.sqrt(),
+        f64::from(q.boundary_length_m) / 2.0,
+        vertices as f64,
+    );
+    if a <= 0.0 {
+        return 0.0;
+    }
+    let inv = (-p + (p * p + 4.0 * a * v).sqrt()) / (2.0 * a);
+    if inv > 0.0 {
+        (1.0 / inv) as Real
+    } else {
+        0.0
+    }
+}
+
 /// Labels each vertex with its connected component through shared triangles; unused vertices
 /// get `u32::MAX`. Returns the labels (numbered in order of first vertex) and the count.
 pub(crate) fn component_labels(vertex_count: usize, indices: &[[u32; 3]]) -> (Vec<u32>, usize) {
@@ -422,7 +441,13 @@ struct Piece {
 /// Simplifies `welded` piece by piece to about `target_vertices` vertices; the result is
 /// compacted (only used vertices, in welded order).
 fn simplify_to(welded: &Mesh, target_vertices: usize, options: &ProxyOptions) -> Mesh {
-    let locked = locked_vertices(welded, options.corner_angle_deg);
+    let quality = ProxyQuality::measure(welded);
+    let spacing_m = if options.lock_border {
+        0.0
+    } else {
+        edge_length_for_vertices(&quality, target_vertices)
+    };
+    let locked = locked_vertices(welded, options.corner_angle_deg, spacing_m);
     let (labels, count) = component_labels(welded.positions.len(), &welded.indices);
     let mut pieces: Vec<Piece> = (0..count)
         .map(|_| Piece {
@@ -540,9 +565,14 @@ fn simplify_to(welded: &Mesh, target_vertices: usize, options: &ProxyOptions) ->
 }
 
 /// Vertices that simplification must keep: the outline's corners (the border turns by more than
-/// `corner_angle_deg`), and vertices on more or fewer than two border edges (pinched borders) or
-/// on non-manifold edges.
-fn locked_vertices(mesh: &Mesh, corner_angle_deg: Real) -> Vec<bool> {
+/// `corner_angle_deg`), vertices on more or fewer than two border edges (pinched borders) or on
+/// non-manifold edges, and border vertices spaced about `spacing_m` (m) apart along each stretch
+/// of border between corners.
+///
+/// The last keep the border's vertices evenly spaced at the proxy's edge length: left alone,
+/// meshoptimizer collapses straight borders unevenly (every collinear collapse costs nothing),
+/// and the long border edges that remain make slivers.
+fn locked_vertices(mesh: &Mesh, corner_angle_deg: Real, spacing_m: Real) -> Vec<bool> {
     let topo = Topology::new(mesh);
     let n = mesh.positions.len();
     let mut locked = vec![false; n];
@@ -570,6 +600,59 @@ fn locked_vertices(mesh: &Mesh, corner_angle_deg: Real) -> Vec<bool> {
                 }
             }
             _ => locked[v] = true,
+        }
+    }
+    if !(spacing_m.is_finite() && spacing_m > 0.0) {
+        return locked;
+    }
+    // Walk each stretch of border from a locked vertex to the next; a closed loop with no
+    // locked vertex starts at its lowest-numbered vertex.
+    let mut visited = vec![false; n];
+    let starts: Vec<u32> = (0..n as u32)
+        .filter(|&v| locked[v as usize] && !border_neighbours[v as usize].is_empty())
+        .chain((0..n as u32).filter(|&v| border_neighbours[v as usize].len() == 2))
+        .collect();
+    for start in starts {
+        if visited[start as usize] && !locked[start as usize] {
+            continue;
+        }
+        locked[start as usize] = true;
+        visited[start as usize] = true;
+        for &first in &border_neighbours[start as usize] {
+            if visited[first as usize] && !locked[first as usize] {
+                continue;
+            }
+            // The stretch start → … → the next locked vertex, with arc lengths.
+            let mut chain = vec![(start, 0.0 as Real)];
+            let (mut prev, mut cur) = (start, first);
+            let mut length = 0.0;
+            loop {
+                length += mesh.positions[prev as usize].distance(mesh.positions[cur as usize]);
+                chain.push((cur, length));
+                if locked[cur as usize] || visited[cur as usize] {
+                    break;
+                }
+                visited[cur as usize] = true;
+                let nb = &border_neighbours[cur as usize];
+                let Some(&next) = nb.iter().find(|&&x| x != prev) else {
+                    break;
+                };
+                (prev, cur) = (cur, next);
+            }
+            let pieces = (length / spacing_m).round().max(1.0) as usize;
+            let mut k = 0;
+            for i in 1..pieces {
+                let at = length * i as Real / pieces as Real;
+                while k + 1 < chain.len() && chain[k + 1].1 <= at {
+                    k += 1;
+                }
+                let pick = if k + 1 < chain.len() && chain[k + 1].1 - at < at - chain[k].1 {
+                    k + 1
+                } else {
+                    k
+                };
+                locked[chain[pick].0 as usize] = true;
+            }
         }
     }
     locked

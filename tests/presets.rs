@@ -30,6 +30,15 @@ fn denim_text() -> &'static str {
     PresetKind::Fabric.builtin_text("denim").unwrap()
 }
 
+/// Denim as a version 1 file: as it was before the schema version (no `version` field).
+fn denim_v1() -> String {
+    let v1 = denim_text()
+        .replace("    // Preset format version (docs/presets.md).\n", "")
+        .replace("    version: 2,\n", "");
+    assert!(!v1.contains("version"), "{v1}");
+    v1
+}
+
 #[test]
 fn every_builtin_loads_validates_and_is_current() {
     let (_dir, lib) = library();
@@ -190,9 +199,7 @@ fn invalid_presets_name_the_field_range_version_and_file() {
 #[test]
 fn version_one_file_without_version_loads() {
     let dir = tempfile::tempdir().unwrap();
-    let v1 = denim_text().replace("    version: 2,\n", "");
-    assert!(!v1.contains("version"));
-    let path = write(&dir.path().join("old_denim.ron"), &v1);
+    let path = write(&dir.path().join("old_denim.ron"), &denim_v1());
     let parsed = Library::validate_file(&path).unwrap();
     assert_eq!(parsed.version, 1);
     assert_eq!(
@@ -245,6 +252,13 @@ fn user_presets_never_shadow_or_overwrite_builtins() {
         &denim_text().replace("density_kg_per_m2: 0.324", "density_kg_per_m2: 0.9"),
     );
     assert_eq!(lib.fabric("denim").unwrap(), denim);
+    // Nor across kinds: a fabric file named like the built-in solver preset `final`.
+    let cross = write(&lib.user_dir().join("fabrics/final.ron"), denim_text());
+    assert!(matches!(
+        lib.fabric("final"),
+        Err(PresetError::Unknown { .. })
+    ));
+    assert_eq!(lib.kinds_of("final"), [PresetKind::Solver]);
     let scan = lib.scan();
     let denims: Vec<_> = scan.entries.iter().filter(|e| e.name == "denim").collect();
     assert_eq!(denims.len(), 1);
@@ -253,6 +267,13 @@ fn user_presets_never_shadow_or_overwrite_builtins() {
         scan.warnings
             .iter()
             .any(|w| w.path == hand && w.message.contains("built-in")),
+        "{:?}",
+        scan.warnings
+    );
+    assert!(
+        scan.warnings
+            .iter()
+            .any(|w| w.path == cross && w.message.contains("built-in solver preset")),
         "{:?}",
         scan.warnings
     );
@@ -650,10 +671,7 @@ fn cli_validate_reports_bad_files() {
     let missing = dir.path().join("missing.ron");
     let e = failed(&drape(dir.path(), &["validate", missing.to_str().unwrap()]));
     assert!(e.contains("missing.ron"), "{e}");
-    let old = write(
-        &dir.path().join("old.ron"),
-        &denim_text().replace("    version: 2,\n", ""),
-    );
+    let old = write(&dir.path().join("old.ron"), &denim_v1());
     let v = ok(&drape(dir.path(), &["validate", old.to_str().unwrap()]));
     assert!(
         v.contains("format version 1") && v.contains("upgraded"),
