@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
+use crate::binding::Binding;
 use crate::body::{BodyError, Playback, Pose, Rig};
 use crate::collide::{measure_penetrations, BodyCollider, ColliderError};
 use crate::constraints::Attachment;
@@ -18,6 +19,7 @@ use crate::io::gltf_import::{load_mesh, GltfImportError};
 use crate::material::{build_cloth, build_tethers, Fabric};
 use crate::math::{Real, Vec3};
 use crate::mesh::{weld, Mesh, MeshError, QualityReport, Severity, Topology, Welded};
+use crate::proxy::{build_proxy, ProxyQuality};
 use crate::scene::{
     GarmentSpec, PinTarget, Pins, Scene, SceneError, AUTO_BIND_DISTANCE_M, MAX_FRAMES,
 };
@@ -64,6 +66,16 @@ pub enum BakeError {
         /// The problem.
         source: ColliderError,
     },
+    /// A garment's proxy cannot be built, or its render mesh cannot be bound to it.
+    #[error("{path}: garment '{garment}': proxy: {problem}")]
+    Proxy {
+        /// The garment's glTF file.
+        path: PathBuf,
+        /// Garment name.
+        garment: String,
+        /// What went wrong.
+        problem: String,
+    },
     /// The body could not be posed at some time (a broken rig or animation).
     #[error(
         "{scene}: frame {frame}: the body {body} cannot be posed at t = {time_s:.4} s: {source}"
@@ -101,14 +113,102 @@ pub struct LoadedGarment {
     pub fabric: Fabric,
     /// The render mesh, as imported.
     pub render: Mesh,
-    /// The welded simulation mesh and the map from render vertices.
+    /// The welded render mesh (seam duplicates merged) and the map from render vertices. It is
+    /// the simulation mesh when the garment has no proxy.
     pub welded: Welded,
-    /// Adjacency of the welded mesh.
+    /// The simulation proxy and the binding of the render mesh to it, when the scene asks
+    /// for one.
+    pub proxy: Option<GarmentProxy>,
+    /// Adjacency of the simulation mesh ([`LoadedGarment::sim_mesh`]).
     pub topology: Topology,
-    /// Welded vertex indices that are hard-pinned.
+    /// Simulation-mesh vertex indices that are hard-pinned.
     pub pinned: Vec<u32>,
-    /// Welded vertex indices with a soft attachment, and its compliance (m/N).
+    /// Simulation-mesh vertex indices with a soft attachment, and its compliance (m/N).
     pub soft_pins: Vec<(u32, Real)>,
+}
+
+/// A garment's simulation proxy and the binding of its render mesh to it.
+#[derive(Clone, Debug)]
+pub struct GarmentProxy {
+    /// The proxy mesh (m).
+    pub mesh: Mesh,
+    /// Its triangle quality.
+    pub quality: ProxyQuality,
+    /// Each render vertex bound to a proxy triangle.
+    pub binding: Binding,
+    /// For each render vertex, the vertex of its bound triangle with the largest barycentric
+    /// weight: the particle that stands for it (picking, pins given as render vertices).
+    pub representative: Vec<u32>,
+}
+
+impl LoadedGarment {
+    /// The simulated mesh: the proxy, or the welded render mesh.
+    pub fn sim_mesh(&self) -> &Mesh {
+        self.proxy.as_ref().map_or(&self.welded.mesh, |p| &p.mesh)
+    }
+
+    /// For each render vertex, the simulation vertex that stands for it.
+    pub fn sim_vertex_of_render(&self) -> &[u32] {
+        self.proxy
+            .as_ref()
+            .map_or(&self.welded.original_to_welded, |p| &p.representative)
+    }
+
+    /// The render mesh's positions (m) for the simulation mesh's positions `x` (this
+    /// garment's particles only), appended to `out`.
+    pub fn render_positions_into(&self, x: &[Vec3], out: &mut Vec<Vec3>) {
+        let start = out.len();
+        match &self.proxy {
+            Some(p) => {
+                out.resize(start + self.render.positions.len(), Vec3::ZERO);
+                if p.binding.deform(x, &mut out[start..]).is_err() {
+                    // Lengths are fixed at load time; should they ever disagree, fall back to
+                    // the representative particles rather than leave zeros.
+                    for (o, &i) in out[start..].iter_mut().zip(&p.representative) {
+                        *o = x[i as usize];
+                    }
+                }
+            }
+            None => out.extend(
+                self.welded
+                    .original_to_welded
+                    .iter()
+                    .map(|&i| x[i as usize]),
+            ),
+        }
+    }
+}
+
+/// Builds a garment's proxy and binds its render mesh to it.
+fn build_garment_proxy(
+    path: &Path,
+    spec: &GarmentSpec,
+    render: &Mesh,
+    target: crate::scene::ProxySpec,
+) -> Result<GarmentProxy, BakeError> {
+    let err = |problem: String| BakeError::Proxy {
+        path: path.to_path_buf(),
+        garment: spec.name.clone(),
+        problem,
+    };
+    let proxy = build_proxy(render, target.target()).map_err(|e| err(e.to_string()))?;
+    let binding = Binding::new(render, &proxy.mesh).map_err(|e| err(e.to_string()))?;
+    let representative = binding
+        .vertices()
+        .iter()
+        .map(|b| {
+            let k = (0..3)
+                .max_by(|&i, &j| b.barycentric[i].total_cmp(&b.barycentric[j]))
+                .unwrap_or(0);
+            b.triangle[k]
+        })
+        .collect();
+    Ok(GarmentProxy {
+        mesh: proxy.mesh,
+        quality: proxy.quality,
+        binding,
+        representative,
+    })
 }
 
 /// The body, read from its glTF file.
@@ -301,13 +401,27 @@ impl LoadedScene {
                 field: format!("garments[{gi}].fabric"),
                 problem: e.to_string(),
             })?;
-            let (pinned, soft_pins) = resolve_pins(path, spec, &render, &welded)?;
-            let topology = Topology::new(&welded.mesh);
+            let proxy = match spec.proxy {
+                Some(target) => Some(build_garment_proxy(&file, spec, &render, target)?),
+                None => None,
+            };
+            if let Some(p) = &proxy {
+                if p.quality.min_angle_deg < 10.0 {
+                    warnings.push(format!(
+                        "garment '{}': its proxy has slivers (smallest angle {:.1}°); a denser \
+                         proxy shapes its triangles better",
+                        spec.name, p.quality.min_angle_deg
+                    ));
+                }
+            }
+            let (pinned, soft_pins) = resolve_pins(path, spec, &render, &welded, proxy.as_ref())?;
+            let topology = Topology::new(proxy.as_ref().map_or(&welded.mesh, |p| &p.mesh));
             garments.push(LoadedGarment {
                 spec: spec.clone(),
                 fabric,
                 render,
                 welded,
+                proxy,
                 topology,
                 pinned,
                 soft_pins,
@@ -326,7 +440,7 @@ impl LoadedScene {
     pub fn proxy_vertices(&self) -> usize {
         self.garments
             .iter()
-            .map(|g| g.welded.mesh.positions.len())
+            .map(|g| g.sim_mesh().positions.len())
             .sum()
     }
 
@@ -334,16 +448,13 @@ impl LoadedScene {
     /// solver's particle positions `x`; `offsets` are the garments' first particles, as
     /// [`Self::build_model`] returns them.
     pub fn render_positions(&self, offsets: &[u32], x: &[Vec3]) -> Vec<Vec3> {
-        self.garments
-            .iter()
-            .zip(offsets)
-            .flat_map(|(g, &base)| {
-                g.welded
-                    .original_to_welded
-                    .iter()
-                    .map(move |&i| x[(i + base) as usize])
-            })
-            .collect()
+        let mut out = Vec::with_capacity(self.render_vertices());
+        for (g, &base) in self.garments.iter().zip(offsets) {
+            let base = base as usize;
+            let n = g.sim_mesh().positions.len();
+            g.render_positions_into(&x[base..base + n], &mut out);
+        }
+        out
     }
 
     /// For each merged render vertex, the solver particle that drives it.
@@ -351,7 +462,7 @@ impl LoadedScene {
         self.garments
             .iter()
             .zip(offsets)
-            .flat_map(|(g, &base)| g.welded.original_to_welded.iter().map(move |&i| i + base))
+            .flat_map(|(g, &base)| g.sim_vertex_of_render().iter().map(move |&i| i + base))
             .collect()
     }
 
@@ -423,9 +534,10 @@ impl LoadedScene {
         for g in &self.garments {
             let base = model.positions.len() as u32;
             offsets.push(base);
-            let c = build_cloth(&g.welded.mesh, &g.topology, &g.fabric);
-            let n = g.welded.mesh.positions.len();
-            model.positions.extend_from_slice(&g.welded.mesh.positions);
+            let sim = g.sim_mesh();
+            let c = build_cloth(sim, &g.topology, &g.fabric);
+            let n = sim.positions.len();
+            model.positions.extend_from_slice(&sim.positions);
             model.mass_kg.extend_from_slice(&c.mass_kg);
             model
                 .damping_per_s
@@ -446,12 +558,8 @@ impl LoadedScene {
                 b
             }));
             if self.scene.solver.tether_slack >= 0.0 {
-                let tethers = build_tethers(
-                    &g.welded.mesh,
-                    &g.topology,
-                    &g.pinned,
-                    self.scene.solver.tether_slack,
-                );
+                let tethers =
+                    build_tethers(sim, &g.topology, &g.pinned, self.scene.solver.tether_slack);
                 model.tethers.extend(tethers.into_iter().map(|mut t| {
                     t.particle += base;
                     t.anchor += base;
@@ -469,7 +577,7 @@ impl LoadedScene {
                 }
             };
             for &(i, alpha) in &g.soft_pins {
-                let target_m = g.welded.mesh.positions[i as usize];
+                let target_m = sim.positions[i as usize];
                 if let Some(anchor) = bind(target_m) {
                     model.body_bindings.push(BodyBinding {
                         target: Anchored::Attachment(model.attach.len() as u32),
@@ -483,7 +591,7 @@ impl LoadedScene {
                 });
             }
             for &i in &g.pinned {
-                let target_m = g.welded.mesh.positions[i as usize];
+                let target_m = sim.positions[i as usize];
                 if let Some(anchor) = bind(target_m) {
                     model.body_bindings.push(BodyBinding {
                         target: Anchored::Pin(model.pins.len() as u32),
@@ -510,6 +618,7 @@ fn resolve_pins(
     spec: &GarmentSpec,
     render: &Mesh,
     welded: &Welded,
+    proxy: Option<&GarmentProxy>,
 ) -> Result<(Vec<u32>, SoftPins), BakeError> {
     let n = render.positions.len();
     let err = |problem: String| BakeError::Pins {
@@ -557,21 +666,73 @@ fn resolve_pins(
                 .collect()
         }
     };
-    let mut ids: Vec<u32> = render_ids
-        .iter()
-        .map(|&i| welded.original_to_welded[i as usize])
-        .collect();
+    let (mut ids, soft): (Vec<u32>, Vec<(u32, Real)>) = match proxy {
+        None => (
+            render_ids
+                .iter()
+                .map(|&i| welded.original_to_welded[i as usize])
+                .collect(),
+            soft.into_iter()
+                .map(|(i, a)| (welded.original_to_welded[i as usize], a))
+                .collect(),
+        ),
+        Some(p) => proxy_pins(spec, &render_ids, p).map_err(err)?,
+    };
     ids.sort_unstable();
     ids.dedup();
     // Welded duplicates: keep the stiffest soft attachment, and none on a hard pin.
     let mut soft: SoftPins = soft
         .into_iter()
-        .map(|(i, a)| (welded.original_to_welded[i as usize], a))
         .filter(|(i, _)| ids.binary_search(i).is_err())
         .collect();
     soft.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)));
     soft.dedup_by_key(|s| s.0);
     Ok((ids, soft))
+}
+
+/// Carries a garment's pins from its render mesh to its proxy: a weight map through the
+/// binding (then thresholded, as on the render mesh), a box on the proxy's own vertices as well
+/// as the render vertices' representatives, listed vertices to their representatives.
+fn proxy_pins(
+    spec: &GarmentSpec,
+    render_ids: &[u32],
+    proxy: &GarmentProxy,
+) -> Result<(Vec<u32>, Vec<(u32, Real)>), String> {
+    let represent = |ids: &[u32]| -> Vec<u32> {
+        ids.iter()
+            .map(|&i| proxy.representative[i as usize])
+            .collect()
+    };
+    Ok(match &spec.pins {
+        Pins::Weights {
+            weights,
+            threshold,
+            soft_compliance_m_per_n,
+        } => {
+            let w = proxy
+                .binding
+                .render_to_proxy(weights)
+                .map_err(|e| e.to_string())?;
+            let hard = (0..w.len() as u32)
+                .filter(|&i| w[i as usize] >= *threshold)
+                .collect();
+            let soft = (0..w.len())
+                .filter(|&i| w[i] > 0.0 && w[i] < *threshold)
+                .map(|i| (i as u32, soft_compliance_m_per_n / w[i]))
+                .collect();
+            (hard, soft)
+        }
+        Pins::Box { min, max } => {
+            let (lo, hi) = (Vec3::from(*min), Vec3::from(*max));
+            let mut ids = represent(render_ids);
+            ids.extend((0..proxy.mesh.positions.len() as u32).filter(|&i| {
+                let p = proxy.mesh.positions[i as usize];
+                p.cmpge(lo).all() && p.cmple(hi).all()
+            }));
+            (ids, Vec::new())
+        }
+        Pins::Vertices(_) | Pins::None => (represent(render_ids), Vec::new()),
+    })
 }
 
 /// Options of a bake.
@@ -722,8 +883,7 @@ pub fn bake(loaded: &LoadedScene, options: &BakeOptions) -> Result<BakeResult, B
         .iter()
         .zip(&offsets)
         .flat_map(|(g, &base)| {
-            g.welded
-                .mesh
+            g.sim_mesh()
                 .indices
                 .iter()
                 .map(move |t| t.map(|i| i + base))

@@ -17,6 +17,7 @@ pub mod binding;
 pub mod body;
 pub mod collide;
 pub mod constraints;
+pub mod cusick;
 pub mod demo;
 pub mod fit;
 pub mod io;

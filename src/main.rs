@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use drape::bake::{bake, BakeOptions, BakeResult, LoadedScene};
+mod cusick_cli;
 mod preset_cli;
 
 use drape::demo::{fitted_skirt_params, write_demo, write_fitted_skirt, DemoScene};
@@ -66,6 +67,9 @@ enum Command {
     },
     /// Manage fabric and solver presets: the built-ins and the user library.
     Preset(preset_cli::PresetArgs),
+    /// Run the Cusick drape test (30 cm specimen on an 18 cm pedestal) on a fabric preset and
+    /// print its drape coefficient.
+    DrapeTest(cusick_cli::DrapeTestArgs),
     /// Open a scene in the desktop app.
     Open {
         /// The scene file (.ron).
@@ -143,6 +147,7 @@ fn main() -> ExitCode {
             .map(|r| print!("{r}"))
             .map_err(|e| e.to_string()),
         Some(Command::Preset(args)) => preset_cli::run(args),
+        Some(Command::DrapeTest(args)) => cusick_cli::run(args),
         Some(Command::Open { scene }) => open_app(Some(scene)),
         None => open_app(None),
     };

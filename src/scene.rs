@@ -147,6 +147,31 @@ pub struct GarmentSpec {
     pub weld_tolerance_m: Real,
     /// Where the pin targets live: on the body (following it) or in world space.
     pub pin_target: PinTarget,
+    /// The simulation proxy: a simplified mesh the render mesh is bound to. `None` simulates
+    /// the render mesh itself (after welding its seams).
+    pub proxy: Option<ProxySpec>,
+}
+
+/// How coarse a garment's simulation proxy is.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub enum ProxySpec {
+    /// About this many vertices.
+    Vertices(u32),
+    /// About this mean edge length (m).
+    EdgeLength(Real),
+}
+
+/// Most vertices a proxy may be asked for.
+pub const MAX_PROXY_VERTICES: u32 = 1_000_000;
+
+impl ProxySpec {
+    /// The proxy builder's target.
+    pub fn target(self) -> crate::proxy::ProxyTarget {
+        match self {
+            Self::Vertices(n) => crate::proxy::ProxyTarget::Vertices(n as usize),
+            Self::EdgeLength(l) => crate::proxy::ProxyTarget::EdgeLength(l),
+        }
+    }
 }
 
 impl Default for GarmentSpec {
@@ -160,6 +185,7 @@ impl Default for GarmentSpec {
             pins: Pins::None,
             weld_tolerance_m: 1.0e-5,
             pin_target: PinTarget::Auto,
+            proxy: None,
         }
     }
 }
@@ -419,6 +445,21 @@ impl Scene {
                     format!("garments[{i}].weld_tolerance_m"),
                     "must be a finite distance of at least 0 m".into(),
                 ));
+            }
+            match g.proxy {
+                Some(ProxySpec::Vertices(n)) if !(3..=MAX_PROXY_VERTICES).contains(&n) => {
+                    return Err(field(
+                        format!("garments[{i}].proxy"),
+                        format!("Vertices({n}): must be 3 to {MAX_PROXY_VERTICES} vertices"),
+                    ))
+                }
+                Some(ProxySpec::EdgeLength(l)) if !(l.is_finite() && l >= 1.0e-4 && l <= 10.0) => {
+                    return Err(field(
+                        format!("garments[{i}].proxy"),
+                        format!("EdgeLength({l}): must be 0.0001 to 10 m"),
+                    ))
+                }
+                _ => {}
             }
             if let Pins::Weights {
                 weights,

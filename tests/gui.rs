@@ -368,3 +368,44 @@ fn a_bake_exports_to_gltf_and_point_caches() {
     let frames = drape::io::cache::read_pc2(&tmp.path().join("bake.pc2")).unwrap();
     assert_eq!(frames.frames.len(), 5);
 }
+
+#[test]
+fn a_proxy_is_built_from_the_properties_panel_and_the_view_toggles_to_it() {
+    let mut h = harness(None);
+    loaded(&mut h);
+    let render_n = h.state().garment_positions().len();
+    h.get_by_label("skirt").click();
+    h.run_steps(2);
+    h.get_by_label("Simulate a proxy").click();
+    h.run_steps(2);
+    h.state_mut().proxy_draft = 300;
+    h.get_by_label("Rebuild proxy").click();
+    h.run_steps(2);
+    let app = h.state();
+    let proxy = app.loaded.as_ref().unwrap().garments[0].proxy.as_ref();
+    let n = proxy.expect("the proxy was built").mesh.positions.len();
+    assert!((270..=330).contains(&n), "{n} proxy vertices");
+    wait_until(&mut h, "a frame of the proxy", |a| {
+        a.live.as_ref().is_some_and(|f| f.particles.len() == n)
+    });
+    // The render mesh is still what is drawn, until the view shows the proxy.
+    assert_eq!(h.state().garment_positions().len(), render_n);
+    h.get_by_label("View").click();
+    h.run_steps(3);
+    h.get_by_label("Show proxy (simulation mesh)").click();
+    h.run_steps(2);
+    assert_eq!(h.state().garment_positions().len(), n);
+    // Two edits (the check box, at the default 1000 vertices, then the rebuild): two undos
+    // take the proxy away again.
+    h.state_mut().undo();
+    assert_eq!(
+        h.state().doc.scene.garments[0].proxy,
+        Some(drape::scene::ProxySpec::Vertices(1000))
+    );
+    h.state_mut().undo();
+    assert_eq!(h.state().doc.scene.garments[0].proxy, None);
+    wait_until(&mut h, "the render mesh simulated again", |a| {
+        a.live.as_ref().is_some_and(|f| f.render.len() == render_n)
+            && a.loaded.as_ref().unwrap().garments[0].proxy.is_none()
+    });
+}

@@ -140,6 +140,11 @@ pub struct DrapeApp {
     pub recent: Vec<PathBuf>,
     /// The preset library (built-in and user presets).
     pub presets: Library,
+    /// The library's presets, as last listed (the panels read this, not the folder, every
+    /// frame); see [`DrapeApp::refresh_presets`].
+    pub preset_entries: Vec<crate::preset::PresetEntry>,
+    /// Proxy vertex count typed in the properties panel, applied by "Rebuild proxy".
+    pub proxy_draft: u32,
     /// The preset selected in the library panel: `(name, is_solver)`.
     pub preset_selected: Option<(String, bool)>,
     /// Name typed for a new, duplicated or renamed preset.
@@ -194,7 +199,9 @@ impl DrapeApp {
             errors: preset_error.into_iter().collect(),
             status: String::new(),
             recent: load_recent(),
+            preset_entries: presets.list(),
             presets,
+            proxy_draft: 1000,
             preset_selected: None,
             preset_name: String::new(),
             show_presets: false,
@@ -547,6 +554,7 @@ impl DrapeApp {
             Ok(path) => self.status = format!("saved fabric preset {name} ({})", path.display()),
             Err(e) => self.fail(e),
         }
+        self.refresh_presets();
     }
 
     /// Saves the scene's solver settings as a new user preset.
@@ -557,7 +565,13 @@ impl DrapeApp {
         self.preset_result(r.map(|p| format!("saved solver preset {name} ({})", p.display())));
     }
 
+    /// Lists the preset library again (after a change to it).
+    pub fn refresh_presets(&mut self) {
+        self.preset_entries = self.presets.list();
+    }
+
     fn preset_result<T: std::fmt::Display>(&mut self, r: Result<String, T>) {
+        self.refresh_presets();
         match r {
             Ok(message) => self.status = message,
             Err(e) => self.fail(e.to_string()),
@@ -718,10 +732,13 @@ impl DrapeApp {
             FileAction::ExportGlb | FileAction::ExportPc2 | FileAction::ExportMdd => {
                 self.export(action, path)
             }
-            FileAction::ImportPreset => match self.presets.import(path, false) {
-                Ok(entry) => self.status = format!("imported preset {}", entry.name),
-                Err(e) => self.fail(e.to_string()),
-            },
+            FileAction::ImportPreset => {
+                match self.presets.import(path, false) {
+                    Ok(entry) => self.status = format!("imported preset {}", entry.name),
+                    Err(e) => self.fail(e.to_string()),
+                }
+                self.refresh_presets();
+            }
             FileAction::ExportPreset => self.export_preset(path),
         }
     }
@@ -817,8 +834,8 @@ impl DrapeApp {
             let mut indices = Vec::new();
             for g in &loaded.garments {
                 let base = positions.len() as u32;
-                positions.extend_from_slice(&g.welded.mesh.positions);
-                indices.extend(g.welded.mesh.indices.iter().map(|t| t.map(|i| i + base)));
+                positions.extend_from_slice(&g.sim_mesh().positions);
+                indices.extend(g.sim_mesh().indices.iter().map(|t| t.map(|i| i + base)));
             }
             (positions, indices)
         } else {

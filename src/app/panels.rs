@@ -6,7 +6,7 @@ use eframe::egui;
 use super::camera::{drag_target, pick_nearest};
 use super::{DrapeApp, FileAction, Pending, Selection};
 use crate::preset::{Origin, PresetKind};
-use crate::scene::Scene;
+use crate::scene::{ProxySpec, Scene};
 
 /// Draws the whole window.
 pub fn show(app: &mut DrapeApp, ui: &mut egui::Ui) {
@@ -208,12 +208,15 @@ fn garment_properties(app: &mut DrapeApp, ui: &mut egui::Ui, scene: &mut Scene, 
     let g = &mut scene.garments[i];
     ui.heading(format!("Garment: {}", g.name));
     ui.label(format!("File: {}", g.path.display()));
-    if let Some(lg) = app.loaded.as_ref().and_then(|l| l.garments.get(i)) {
+    // An Arc clone: the panel reads the loaded garment without copying its meshes.
+    let loaded = app.loaded.clone();
+    let loaded_garment = loaded.as_deref().and_then(|l| l.garments.get(i));
+    if let Some(lg) = loaded_garment {
         ui.label(format!(
-            "Render mesh: {} vertices; proxy: {} vertices, {} triangles",
+            "Render mesh: {} vertices; simulated: {} vertices, {} triangles",
             lg.render.positions.len(),
-            lg.welded.mesh.positions.len(),
-            lg.welded.mesh.indices.len()
+            lg.sim_mesh().positions.len(),
+            lg.sim_mesh().indices.len()
         ));
         ui.label(format!(
             "Pins: {} hard, {} soft",
@@ -222,12 +225,36 @@ fn garment_properties(app: &mut DrapeApp, ui: &mut egui::Ui, scene: &mut Scene, 
         ));
     }
     ui.add_space(4.0);
-    let fabrics: Vec<String> = app
-        .presets
-        .list()
-        .into_iter()
+    ui.strong("Proxy");
+    let mut use_proxy = g.proxy.is_some();
+    if ui
+        .checkbox(&mut use_proxy, "Simulate a proxy")
+        .on_hover_text("Simulate a simplified mesh and bind the render mesh to it")
+        .changed()
+    {
+        g.proxy = use_proxy.then_some(ProxySpec::Vertices(app.proxy_draft));
+    }
+    if use_proxy {
+        ui.horizontal(|ui| {
+            ui.label("Target vertices");
+            ui.add(egui::DragValue::new(&mut app.proxy_draft).range(3..=200_000));
+            if ui.button("Rebuild proxy").clicked() {
+                g.proxy = Some(ProxySpec::Vertices(app.proxy_draft));
+            }
+        });
+        if let Some(p) = loaded_garment.and_then(|lg| lg.proxy.as_ref()) {
+            ui.label(format!(
+                "{} vertices; smallest angle {:.1}°, largest aspect ratio {:.2}",
+                p.quality.vertices, p.quality.min_angle_deg, p.quality.max_aspect_ratio
+            ));
+        }
+    } else {
+        ui.weak("The render mesh itself is simulated (seams welded).");
+    }
+    ui.add_space(4.0);
+    let fabrics: Vec<String> = (app.preset_entries.iter())
         .filter(|e| e.kind == PresetKind::Fabric)
-        .map(|e| e.name)
+        .map(|e| e.name.clone())
         .collect();
     let current = if g.fabric_override.is_some() {
         format!("{} (edited)", g.fabric)
@@ -244,7 +271,12 @@ fn garment_properties(app: &mut DrapeApp, ui: &mut egui::Ui, scene: &mut Scene, 
                 }
             }
         });
-    if let Ok(mut fabric) = g.resolve_fabric() {
+    // The fabric as loaded (resolving the preset reads the library: not every frame).
+    let resolved = match (&g.fabric_override, loaded_garment) {
+        (None, Some(lg)) if lg.spec.fabric == g.fabric => Ok(lg.fabric.clone()),
+        _ => g.resolve_fabric_in(Some(&app.presets)),
+    };
+    if let Ok(mut fabric) = resolved {
         let before = fabric.clone();
         ui.horizontal(|ui| {
             ui.label("Friction");
@@ -486,11 +518,16 @@ fn presets_window(app: &mut DrapeApp, ctx: &egui::Context) {
 }
 
 fn preset_library(app: &mut DrapeApp, ui: &mut egui::Ui) {
-    ui.label(format!(
-        "User presets: {}",
-        app.presets.user_dir().display()
-    ));
-    let entries = app.presets.list();
+    ui.horizontal(|ui| {
+        ui.label(format!(
+            "User presets: {}",
+            app.presets.user_dir().display()
+        ));
+        if ui.small_button("Refresh").clicked() {
+            app.refresh_presets();
+        }
+    });
+    let entries = app.preset_entries.clone();
     egui::ScrollArea::vertical()
         .max_height(240.0)
         .show(ui, |ui| {

@@ -1,0 +1,646 @@
+//! The Cusick drape test (BS 5058 / ISO 9073-9): how much a fabric drapes, as one number.
+//!
+//! A circular specimen of radius `R` = 0.15 m (30 cm across) rests centred on a horizontal
+//! circular pedestal of radius `r` = 0.09 m (18 cm across) and hangs under gravity. The shadow
+//! it casts straight down (its projected area) is compared with the two extremes, a specimen
+//! that stays flat (a perfectly stiff fabric) and one that hangs straight down at the pedestal's
+//! edge (a perfectly limp one):
+//!
+//! ```text
+//! DC = (A_p − A_d) / (A_s − A_d)
+//! ```
+//!
+//! - `A_p` projected area of the draped specimen on the horizontal plane (m²),
+//! - `A_d = π r²` pedestal area (m²),
+//! - `A_s` specimen area, flat (m²): the rest area of the specimen mesh, `π R²` to 0.03 % at
+//!   the default resolution (so that a specimen that does not move gives exactly `DC = 1`),
+//! - `DC` the drape coefficient, a fraction (often quoted in %): near 1 for a stiff fabric,
+//!   low for a limp one.
+//!
+//! # Method
+//!
+//! 1. **Specimen**: [`specimen_disk`], a disk of concentric rings with `6k` vertices on ring
+//!    `k` (`1 + 3N(N + 1)` vertices for `N` rings), zipped ring to ring by angle into nearly
+//!    equilateral triangles of edge ≈ `R/N`. Each ring is rotated by a different fraction of its
+//!    vertex spacing (the golden-ratio sequence), so the mesh has no six-fold symmetry lines
+//!    that would favour six folds. UVs are the top view (`u` along +X, `v` along +Z), so the
+//!    fabric's warp runs along X ([`build_cloth`] takes the warp from increasing `u`).
+//! 2. **Pedestal**: [`pedestal_mesh`], a closed cylinder of radius `r`, top face at `y = 0`,
+//!    [`PEDESTAL_HEIGHT_M`] tall (well below the longest possible overhang, `R − r` = 6 cm), a
+//!    static [`BodyCollider`].
+//! 3. **Start**: the specimen lies flat and centred, the collision thickness above the top
+//!    face, at rest.
+//! 4. **Simulate** with [`Solver`] (body contacts with the fabric's friction, the fabric's
+//!    damping) in frames of `1/fps`, until the largest particle speed has stayed below
+//!    [`CusickOptions::settle_speed_m_per_s`] for [`CusickOptions::settle_time_s`], or the time
+//!    limit [`CusickOptions::max_time_s`] is reached ([`CusickResult::settled`] says which).
+//! 5. **Measure**: [`projected_area_m2`] rasterises the union of all triangles, projected onto
+//!    the horizontal (XZ) plane, onto a grid of square cells and counts the cells whose centre is
+//!    covered. The counting error is confined to the cells the outline crosses: at most half a
+//!    cell's area per boundary cell, and in practice far less because the errors cancel along a
+//!    smooth outline (a disk of radius 0.15 m on 0.5 mm cells comes out within 0.01 % of
+//!    `π R²`; see the tests).
+//!
+//! A flat, centred start is symmetric: the folds form from the small asymmetries of the mesh
+//! and of the fabric's warp/weft anisotropy, not from a deliberate disturbance as when a
+//! technician lowers a real specimen. [`CusickOptions::perturbation_m`] adds a small
+//! deterministic vertical jitter where wanted.
+
+use std::time::Instant;
+
+use crate::collide::{BodyCollider, ColliderError};
+use crate::material::{build_cloth, Fabric, FabricError};
+use crate::math::{Real, Vec2, Vec3};
+use crate::mesh::{Mesh, Topology};
+use crate::sim::{ClothModel, SimError, Solver, SolverSettings};
+
+/// Standard specimen radius (m): 30 cm across.
+pub const SPECIMEN_RADIUS_M: Real = 0.15;
+/// Standard pedestal radius (m): 18 cm across.
+pub const PEDESTAL_RADIUS_M: Real = 0.09;
+/// Height of the pedestal cylinder below its top face (m).
+pub const PEDESTAL_HEIGHT_M: Real = 0.25;
+/// Rings of the pedestal's end faces ([`pedestal_mesh`]): 192 segments around, so its polygon
+/// lies within 12 µm of the circle.
+pub const PEDESTAL_RINGS: u32 = 32;
+/// Most specimen vertices [`cusick_test`] accepts.
+pub const MAX_SPECIMEN_VERTICES: usize = 200_000;
+/// Most cells [`projected_area_m2`] rasterises (a 1 m square at 0.1 mm is 10⁸).
+pub const MAX_AREA_CELLS: usize = 100_000_000;
+
+/// How to run the drape test. The defaults are the standard geometry (30 cm specimen on an
+/// 18 cm pedestal) at about 2000 specimen vertices, and solver settings checked for
+/// convergence (see docs/cusick.md).
+#[derive(Clone, Debug, PartialEq)]
+pub struct CusickOptions {
+    /// Target number of specimen vertices; the mesh has the nearest count of the form
+    /// `1 + 3N(N + 1)` (at least 7, at most [`MAX_SPECIMEN_VERTICES`]).
+    pub vertices: usize,
+    /// Specimen radius (m).
+    pub specimen_radius_m: Real,
+    /// Pedestal radius (m); smaller than the specimen's.
+    pub pedestal_radius_m: Real,
+    /// Substeps per frame (1 to 1000).
+    pub substeps: u32,
+    /// Constraint iterations per substep (1 to 100).
+    pub iterations: u32,
+    /// Frames per second (1/s): the simulation advances and checks for rest once per frame.
+    pub fps: Real,
+    /// Simulated time limit (s).
+    pub max_time_s: Real,
+    /// The specimen counts as at rest when no particle is faster than this (m/s)...
+    pub settle_speed_m_per_s: Real,
+    /// ...for this long without a break (s).
+    pub settle_time_s: Real,
+    /// Distance the fabric keeps from the pedestal (m); the specimen starts this far above it.
+    pub collision_thickness_m: Real,
+    /// Cell size of the projected-area raster (m).
+    pub area_cell_m: Real,
+    /// Amplitude of a deterministic pseudo-random vertical jitter of the start shape (m); 0 for
+    /// a perfectly flat start.
+    pub perturbation_m: Real,
+    /// Velocity damping rate (1/s) to use instead of the fabric's, or `None` for the fabric's.
+    /// Damping changes how fast the specimen comes to rest, not where.
+    pub damping_per_s: Option<Real>,
+}
+
+impl Default for CusickOptions {
+    fn default() -> Self {
+        Self {
+            vertices: 2000,
+            specimen_radius_m: SPECIMEN_RADIUS_M,
+            pedestal_radius_m: PEDESTAL_RADIUS_M,
+            substeps: 20,
+            iterations: 2,
+            fps: 60.0,
+            max_time_s: 10.0,
+            settle_speed_m_per_s: 1.0e-3,
+            settle_time_s: 0.5,
+            collision_thickness_m: 1.0e-3,
+            area_cell_m: 5.0e-4,
+            perturbation_m: 0.0,
+            damping_per_s: None,
+        }
+    }
+}
+
+/// The outcome of one drape test. Areas in m², times in s.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CusickResult {
+    /// Drape coefficient `(A_p − A_d) / (A_s − A_d)`, a fraction (× 100 for %).
+    pub drape_coefficient: Real,
+    /// Projected area of the draped specimen, `A_p` (m²).
+    pub projected_area_m2: Real,
+    /// Flat specimen area, `A_s` (m²): the rest area of the specimen mesh.
+    pub specimen_area_m2: Real,
+    /// Pedestal area, `A_d = π r²` (m²).
+    pub pedestal_area_m2: Real,
+    /// Whether the specimen came to rest before the time limit.
+    pub settled: bool,
+    /// Simulated time (s).
+    pub simulated_s: f64,
+    /// Frames simulated.
+    pub frames: u32,
+    /// Largest particle speed in the last frame (m/s).
+    pub final_max_speed_m_per_s: Real,
+    /// Largest edge stretch at the end, max over edges of `length / rest − 1` (dimensionless).
+    pub max_stretch: Real,
+    /// Substeps rolled back and retried with a smaller step.
+    pub rollbacks: u32,
+    /// Specimen vertices.
+    pub vertices: usize,
+    /// Specimen triangles.
+    pub triangles: usize,
+    /// Substeps per frame used.
+    pub substeps: u32,
+    /// Iterations per substep used.
+    pub iterations: u32,
+    /// Wall-clock time of the simulation and measurement (s).
+    pub wall_s: f64,
+    /// The draped specimen: its vertex positions at the end (m), in the order of `mesh`.
+    pub positions: Vec<Vec3>,
+    /// The specimen mesh at rest (flat, m).
+    pub mesh: Mesh,
+}
+
+/// Why a drape test could not run.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum CusickError {
+    /// An option is out of range.
+    #[error("drape test option `{field}` = {value}: {problem}")]
+    Option {
+        /// Field of [`CusickOptions`].
+        field: &'static str,
+        /// The offending value, as text.
+        value: String,
+        /// What is allowed.
+        problem: &'static str,
+    },
+    /// The fabric cannot be simulated.
+    #[error(transparent)]
+    Fabric(#[from] FabricError),
+    /// The pedestal could not be made into a collider.
+    #[error(transparent)]
+    Collider(#[from] ColliderError),
+    /// The solver refused its settings or diverged.
+    #[error("drape test: {0}")]
+    Sim(#[from] SimError),
+    /// The projected-area raster would be too large.
+    #[error("projected area: {cells} cells of {cell_m} m would be needed (at most {MAX_AREA_CELLS}); use a larger cell")]
+    RasterTooLarge {
+        /// Cells needed.
+        cells: usize,
+        /// Cell size (m).
+        cell_m: Real,
+    },
+    /// The projected-area input is unusable.
+    #[error("projected area: {0}")]
+    AreaInput(&'static str),
+}
+
+impl CusickOptions {
+    /// Checks every field; the error names it.
+    pub fn validate(&self) -> Result<(), CusickError> {
+        let bad = |field, value: String, problem| {
+            Err(CusickError::Option {
+                field,
+                value,
+                problem,
+            })
+        };
+        if !(7..=MAX_SPECIMEN_VERTICES).contains(&self.vertices) {
+            return bad(
+                "vertices",
+                self.vertices.to_string(),
+                "must be from 7 to 200000",
+            );
+        }
+        let positive = [
+            ("specimen_radius_m", self.specimen_radius_m),
+            ("pedestal_radius_m", self.pedestal_radius_m),
+            ("fps", self.fps),
+            ("max_time_s", self.max_time_s),
+            ("settle_speed_m_per_s", self.settle_speed_m_per_s),
+            ("area_cell_m", self.area_cell_m),
+        ];
+        for (field, v) in positive {
+            if !(v.is_finite() && v > 0.0) {
+                return bad(
+                    field,
+                    v.to_string(),
+                    "must be a finite number greater than 0",
+                );
+            }
+        }
+        let non_negative = [
+            ("settle_time_s", self.settle_time_s),
+            ("collision_thickness_m", self.collision_thickness_m),
+            ("perturbation_m", self.perturbation_m),
+            ("damping_per_s", self.damping_per_s.unwrap_or(0.0)),
+        ];
+        for (field, v) in non_negative {
+            if !(v.is_finite() && v >= 0.0) {
+                return bad(
+                    field,
+                    v.to_string(),
+                    "must be a finite number of at least 0",
+                );
+            }
+        }
+        if self.pedestal_radius_m >= self.specimen_radius_m {
+            return bad(
+                "pedestal_radius_m",
+                self.pedestal_radius_m.to_string(),
+                "must be smaller than specimen_radius_m",
+            );
+        }
+        if self.specimen_radius_m > 10.0 {
+            return bad(
+                "specimen_radius_m",
+                self.specimen_radius_m.to_string(),
+                "must be at most 10 m",
+            );
+        }
+        Ok(())
+    }
+}
+
+/// The number of rings `N` whose vertex count `1 + 3N(N + 1)` is nearest to `target` (≥ 1).
+pub fn rings_for_vertices(target: usize) -> u32 {
+    // 3N² + 3N + 1 − t = 0  ⇒  N = (−3 + √(9 + 12(t − 1))) / 6.
+    let t = target.max(1) as f64;
+    let n = ((-3.0 + (9.0 + 12.0 * (t - 1.0)).sqrt()) / 6.0).round();
+    (n as u32).max(1)
+}
+
+/// A flat disk of radius `radius_m` (m) in the plane `y = height_m`, centred on `x = z = 0`,
+/// with `rings` concentric rings (at least 1): `1 + 3·rings·(rings + 1)` vertices and
+/// `6·rings²` triangles, counter-clockwise seen from above (normal +Y).
+///
+/// Vertex 0 is the centre; ring `k` (radius `radius_m·k/rings`) has `6k` vertices, at angles
+/// `2π(j + φ_k)/(6k)` with `φ_k` the fractional part of `k·0.618…`, so that neighbouring rings
+/// do not line up. Neighbouring rings are zipped by angle, which gives nearly equilateral
+/// triangles with edges of about `radius_m / rings`. UVs are the top view scaled to `[0, 1]²`:
+/// `u = (x/R + 1)/2`, `v = (z/R + 1)/2`, so the warp (increasing `u`) runs along +X.
+pub fn specimen_disk(radius_m: Real, rings: u32, height_m: Real) -> Mesh {
+    let rings = rings.max(1);
+    let golden = 0.618_033_988_749_894_9_f64;
+    let mut positions = vec![Vec3::new(0.0, height_m, 0.0)];
+    // First vertex index, count and angular offset (as a fraction of the spacing) per ring.
+    let mut ring_start = vec![0u32];
+    let mut phase = vec![0.0f64];
+    for k in 1..=rings {
+        ring_start.push(positions.len() as u32);
+        let n = 6 * k;
+        let phi = (k as f64 * golden).fract();
+        phase.push(phi);
+        let r = radius_m as f64 * k as f64 / rings as f64;
+        for j in 0..n {
+            let a = std::f64::consts::TAU * (j as f64 + phi) / n as f64;
+            positions.push(Vec3::new(
+                (r * a.cos()) as Real,
+                height_m,
+                (r * a.sin()) as Real,
+            ));
+        }
+    }
+    let mut indices = Vec::with_capacity(6 * (rings * rings) as usize);
+    // Angle of vertex `j` (unwrapped: j may reach n) of ring k.
+    let angle = |k: u32, j: u32| -> f64 {
+        if k == 0 {
+            0.0
+        } else {
+            std::f64::consts::TAU * (j as f64 + phase[k as usize]) / (6 * k) as f64
+        }
+    };
+    // Centre fan: (centre, next, this) is counter-clockwise seen from +Y.
+    for j in 0..6u32 {
+        indices.push([0, 1 + (j + 1) % 6, 1 + j]);
+    }
+    for k in 1..rings {
+        let (na, nb) = (6 * k, 6 * (k + 1));
+        let (sa, sb) = (ring_start[k as usize], ring_start[k as usize + 1]);
+        let ia = |j: u32| sa + j % na;
+        let ib = |j: u32| sb + j % nb;
+        // Both rings start at their vertex 0, within one spacing of angle 0 (φ < 1).
+        let (mut i, mut j) = (0u32, 0u32);
+        while i < na || j < nb {
+            let advance_a = if i == na {
+                false
+            } else if j == nb {
+                true
+            } else {
+                angle(k, i + 1) <= angle(k + 1, j + 1)
+            };
+            if advance_a {
+                indices.push([ia(i), ia(i + 1), ib(j)]);
+                i += 1;
+            } else {
+                indices.push([ia(i), ib(j + 1), ib(j)]);
+                j += 1;
+            }
+        }
+    }
+    let r = radius_m;
+    let uvs = positions
+        .iter()
+        .map(|p| Vec2::new(0.5 * (p.x / r + 1.0), 0.5 * (p.z / r + 1.0)))
+        .collect();
+    let mut mesh = Mesh::new("cusick specimen", positions, indices);
+    mesh.uvs = Some(uvs);
+    mesh.normals = Some(vec![Vec3::Y; mesh.positions.len()]);
+    mesh
+}
+
+/// A closed cylinder of radius `radius_m` (m) with its top face at `y = 0` and its bottom at
+/// `y = −height_m`, counter-clockwise seen from outside (a positive volume): the pedestal of the
+/// drape test.
+///
+/// Both end faces are [`specimen_disk`]s of `rings` rings (at least 1), so the top face, where
+/// the specimen rests, has well-shaped triangles (a fan of slivers from the centre would make
+/// every point query near the centre test all of them); the side joins the two rims of `6·rings`
+/// vertices each.
+pub fn pedestal_mesh(radius_m: Real, height_m: Real, rings: u32) -> Mesh {
+    let top = specimen_disk(radius_m, rings, 0.0);
+    let n_cap = top.positions.len() as u32;
+    let rim = 6 * rings.max(1);
+    let rim_start = n_cap - rim;
+    let mut positions = top.positions.clone();
+    positions.extend(top.positions.iter().map(|p| Vec3::new(p.x, -height_m, p.z)));
+    let mut indices = top.indices.clone();
+    // The bottom face looks down: the top's triangles, reversed.
+    indices.extend(
+        top.indices
+            .iter()
+            .map(|t| [t[0] + n_cap, t[2] + n_cap, t[1] + n_cap]),
+    );
+    let t = |j: u32| rim_start + j % rim;
+    let b = |j: u32| n_cap + rim_start + j % rim;
+    for j in 0..rim {
+        indices.push([t(j), t(j + 1), b(j + 1)]);
+        indices.push([t(j), b(j + 1), b(j)]);
+    }
+    Mesh::new("cusick pedestal", positions, indices)
+}
+
+/// Area (m²) of the union of the triangles projected onto the horizontal XZ plane (Y is up),
+/// by rasterisation onto square cells of `cell_m` (m): a cell counts when its centre lies in a
+/// projected triangle (edges included). Triangles seen edge-on (zero projected area) add
+/// nothing. The error is confined to the cells the outline crosses (see the module docs).
+///
+/// Fails on an empty or non-finite input, a bad cell size, an index out of range or a raster
+/// of more than [`MAX_AREA_CELLS`] cells.
+pub fn projected_area_m2(
+    positions: &[Vec3],
+    triangles: &[[u32; 3]],
+    cell_m: Real,
+) -> Result<Real, CusickError> {
+    if !(cell_m.is_finite() && cell_m > 0.0) {
+        return Err(CusickError::AreaInput(
+            "the cell size must be a finite number of metres greater than 0",
+        ));
+    }
+    if triangles
+        .iter()
+        .flatten()
+        .any(|&i| i as usize >= positions.len())
+    {
+        return Err(CusickError::AreaInput(
+            "a triangle refers to a vertex that does not exist",
+        ));
+    }
+    let used = || triangles.iter().flatten().map(|&i| positions[i as usize]);
+    if used().any(|p| !p.is_finite()) {
+        return Err(CusickError::AreaInput("a vertex position is not finite"));
+    }
+    let Some((lo, hi)) = used().fold(None, |acc: Option<(Vec2, Vec2)>, p| {
+        let q = Vec2::new(p.x, p.z);
+        Some(acc.map_or((q, q), |(lo, hi)| (lo.min(q), hi.max(q))))
+    }) else {
+        return Ok(0.0);
+    };
+    let cell = cell_m as f64;
+    let (x0, z0) = (lo.x as f64, lo.y as f64);
+    let nx = ((hi.x as f64 - x0) / cell).floor() as usize + 1;
+    let nz = ((hi.y as f64 - z0) / cell).floor() as usize + 1;
+    let cells = nx.saturating_mul(nz);
+    if cells > MAX_AREA_CELLS {
+        return Err(CusickError::RasterTooLarge { cells, cell_m });
+    }
+    let mut covered = vec![false; cells];
+    for tri in triangles {
+        let [a, b, c] = tri.map(|i| {
+            let p = positions[i as usize];
+            [p.x as f64 - x0, p.z as f64 - z0]
+        });
+        let area2 = (b[0] - a[0]) * (c[1] - a[1]) - (b[1] - a[1]) * (c[0] - a[0]);
+        if area2 == 0.0 {
+            continue;
+        }
+        // Orient counter-clockwise so that inside means all edge functions ≥ 0.
+        let (b, c) = if area2 > 0.0 { (b, c) } else { (c, b) };
+        let edges = [(a, b), (b, c), (c, a)];
+        // Edge functions of a point: twice the signed area of (p, edge); a tolerance relative
+        // to the edge's length keeps centres on a shared edge inside (no cracks).
+        let tol: Vec<f64> = edges
+            .iter()
+            .map(|(p, q)| 1.0e-9 * cell * ((q[0] - p[0]).hypot(q[1] - p[1])))
+            .collect();
+        let min = |k: usize| a[k].min(b[k]).min(c[k]);
+        let max = |k: usize| a[k].max(b[k]).max(c[k]);
+        // Cells whose centre (i + ½)·cell lies in [min, max].
+        let first = |v: f64| ((v / cell - 0.5).ceil().max(0.0)) as usize;
+        let last =
+            |v: f64, n: usize| ((v / cell - 0.5).floor().max(-1.0) + 1.0).min(n as f64) as usize;
+        for iz in first(min(1))..last(max(1), nz) {
+            let pz = (iz as f64 + 0.5) * cell;
+            for ix in first(min(0))..last(max(0), nx) {
+                let px = (ix as f64 + 0.5) * cell;
+                let inside = edges.iter().zip(&tol).all(|((p, q), t)| {
+                    (q[0] - p[0]) * (pz - p[1]) - (q[1] - p[1]) * (px - p[0]) >= -t
+                });
+                if inside {
+                    covered[iz * nx + ix] = true;
+                }
+            }
+        }
+    }
+    let count = covered.iter().filter(|&&c| c).count();
+    Ok((count as f64 * cell * cell) as Real)
+}
+
+/// A deterministic pseudo-random number in `[−1, 1]` for vertex `i` (a 32-bit integer hash).
+fn jitter(i: u32) -> Real {
+    let mut h = i.wrapping_mul(0x9E37_79B9) ^ 0x85EB_CA6B;
+    h ^= h >> 16;
+    h = h.wrapping_mul(0x7FEB_352D);
+    h ^= h >> 15;
+    h = h.wrapping_mul(0x846C_A68B);
+    h ^= h >> 16;
+    (h as f64 / u32::MAX as f64 * 2.0 - 1.0) as Real
+}
+
+/// Runs the drape test on `fabric` (see the module docs): returns the drape coefficient, the
+/// areas (m²) and how the simulation went.
+///
+/// Fails on invalid options or fabric values, or when the simulation diverges.
+pub fn cusick_test(fabric: &Fabric, options: &CusickOptions) -> Result<CusickResult, CusickError> {
+    let wall = Instant::now();
+    options.validate()?;
+    fabric.validate()?;
+    let rings = rings_for_vertices(options.vertices);
+    let mut mesh = specimen_disk(options.specimen_radius_m, rings, 0.0);
+    let specimen_area_m2 = mesh.area();
+    let topology = Topology::new(&mesh);
+    let cloth = build_cloth(&mesh, &topology, fabric);
+    let n = mesh.positions.len();
+    let start_y = options.collision_thickness_m;
+    let start: Vec<Vec3> = (0..n)
+        .map(|i| {
+            let p = mesh.positions[i];
+            Vec3::new(
+                p.x,
+                start_y + options.perturbation_m * (1.0 + jitter(i as u32)) * 0.5,
+                p.z,
+            )
+        })
+        .collect();
+    let model = ClothModel {
+        positions: start.clone(),
+        mass_kg: cloth.mass_kg,
+        damping_per_s: vec![options.damping_per_s.unwrap_or(fabric.damping_per_s); n],
+        friction: vec![fabric.friction; n],
+        stretch: cloth.stretch,
+        shear: cloth.shear,
+        bend: cloth.bend,
+        ..Default::default()
+    };
+    let settings = SolverSettings {
+        substeps: options.substeps,
+        iterations: options.iterations,
+        collision_thickness_m: options.collision_thickness_m,
+        ..Default::default()
+    };
+    let pedestal = BodyCollider::new(&pedestal_mesh(
+        options.pedestal_radius_m,
+        PEDESTAL_HEIGHT_M,
+        PEDESTAL_RINGS,
+    ))?;
+    let mut solver = Solver::new(settings, model, Some(pedestal))?;
+    let dt = 1.0 / options.fps;
+    let max_frames = (options.max_time_s * options.fps).ceil().max(1.0) as u32;
+    let settle_frames = (options.settle_time_s * options.fps).ceil() as u32;
+    let (mut frames, mut calm, mut rollbacks) = (0u32, 0u32, 0u32);
+    let mut settled = false;
+    let mut speed = 0.0;
+    while frames < max_frames {
+        let report = solver.step_frame(dt)?;
+        frames += 1;
+        rollbacks += report.rollbacks;
+        speed = (solver.particles().v.iter())
+            .map(|v| v.length_squared())
+            .fold(0.0, Real::max)
+            .sqrt();
+        if speed < options.settle_speed_m_per_s {
+            calm += 1;
+            if calm > settle_frames {
+                settled = true;
+                break;
+            }
+        } else {
+            calm = 0;
+        }
+    }
+    let positions = solver.particles().x.clone();
+    let max_stretch = (solver.model().stretch.iter())
+        .map(|d| {
+            let [a, b] = d.particles.map(|i| positions[i as usize]);
+            a.distance(b) / d.rest_length_m - 1.0
+        })
+        .fold(0.0, Real::max);
+    let projected_area_m2 = projected_area_m2(&positions, &mesh.indices, options.area_cell_m)?;
+    let pedestal_area_m2 =
+        (std::f64::consts::PI * (options.pedestal_radius_m as f64).powi(2)) as Real;
+    let drape_coefficient =
+        (projected_area_m2 - pedestal_area_m2) / (specimen_area_m2 - pedestal_area_m2);
+    mesh.name = format!("cusick specimen ({})", fabric.name);
+    Ok(CusickResult {
+        drape_coefficient,
+        projected_area_m2,
+        specimen_area_m2,
+        pedestal_area_m2,
+        settled,
+        simulated_s: solver.time_s(),
+        frames,
+        final_max_speed_m_per_s: speed,
+        max_stretch,
+        rollbacks,
+        vertices: n,
+        triangles: mesh.indices.len(),
+        substeps: options.substeps,
+        iterations: options.iterations,
+        wall_s: wall.elapsed().as_secs_f64(),
+        positions,
+        mesh,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ring_counts() {
+        assert_eq!(rings_for_vertices(7), 1);
+        assert_eq!(rings_for_vertices(2000), 25);
+        for k in 1..30u32 {
+            let m = specimen_disk(0.15, k, 0.0);
+            assert_eq!(m.positions.len(), 1 + 3 * (k * (k + 1)) as usize);
+            assert_eq!(m.indices.len(), 6 * (k * k) as usize);
+        }
+    }
+
+    #[test]
+    fn disk_faces_up_and_is_a_clean_disk() {
+        let m = specimen_disk(0.15, 12, 0.0);
+        m.validate().unwrap();
+        for t in &m.indices {
+            let [a, b, c] = t.map(|i| m.positions[i as usize]);
+            let n = (b - a).cross(c - a);
+            assert!(n.y > 0.0, "triangle {t:?} faces down");
+        }
+        let topo = Topology::new(&m);
+        assert!(topo.non_manifold_edges.is_empty());
+        // The boundary is exactly the outer ring.
+        assert_eq!(topo.boundary_edges.len(), 6 * 12);
+    }
+
+    #[test]
+    fn pedestal_is_closed() {
+        let m = pedestal_mesh(0.09, 0.25, 8);
+        assert!(m.signed_volume() > 0.0);
+        assert!(Topology::new(&m).is_closed());
+        assert!(BodyCollider::new(&m).unwrap().is_closed());
+    }
+
+    #[test]
+    fn bad_options_are_errors() {
+        let f = Fabric::default();
+        let o = CusickOptions {
+            vertices: 0,
+            ..Default::default()
+        };
+        assert!(matches!(
+            cusick_test(&f, &o),
+            Err(CusickError::Option {
+                field: "vertices",
+                ..
+            })
+        ));
+        let o = CusickOptions {
+            pedestal_radius_m: 0.2,
+            ..Default::default()
+        };
+        assert!(cusick_test(&f, &o).is_err());
+    }
+}
