@@ -666,7 +666,7 @@ fn resolve_pins(
                 .collect()
         }
     };
-    let (mut ids, soft): (Vec<u32>, Vec<(u32, Real)>) = match proxy {
+    let (mut ids, soft): (Vec<u32>, SoftPins) = match proxy {
         None => (
             render_ids
                 .iter()
@@ -697,7 +697,7 @@ fn proxy_pins(
     spec: &GarmentSpec,
     render_ids: &[u32],
     proxy: &GarmentProxy,
-) -> Result<(Vec<u32>, Vec<(u32, Real)>), String> {
+) -> Result<(Vec<u32>, SoftPins), String> {
     let represent = |ids: &[u32]| -> Vec<u32> {
         ids.iter()
             .map(|&i| proxy.representative[i as usize])

@@ -453,7 +453,7 @@ impl Scene {
                         format!("Vertices({n}): must be 3 to {MAX_PROXY_VERTICES} vertices"),
                     ))
                 }
-                Some(ProxySpec::EdgeLength(l)) if !(l.is_finite() && l >= 1.0e-4 && l <= 10.0) => {
+                Some(ProxySpec::EdgeLength(l)) if !(1.0e-4..=10.0).contains(&l) => {
                     return Err(field(
                         format!("garments[{i}].proxy"),
                         format!("EdgeLength({l}): must be 0.0001 to 10 m"),
