@@ -84,6 +84,27 @@ pub fn run(args: DrapeTestArgs) -> Result<(), String> {
         r.rollbacks,
         r.wall_s
     );
+    if std::env::var_os("CUSICK_DEBUG").is_some() {
+        let topo = drape::mesh::Topology::new(&r.mesh);
+        let mut worst: Vec<(f32, usize)> = topo
+            .edges
+            .iter()
+            .enumerate()
+            .map(|(e, &[a, b])| {
+                let rest = r.mesh.positions[a as usize].distance(r.mesh.positions[b as usize]);
+                (r.positions[a as usize].distance(r.positions[b as usize]) / rest - 1.0, e)
+            })
+            .collect();
+        worst.sort_by(|a, b| b.0.total_cmp(&a.0));
+        for &(s, e) in worst.iter().take(8) {
+            let [a, b] = topo.edges[e];
+            let (pa, pb) = (r.positions[a as usize], r.positions[b as usize]);
+            let ra = r.mesh.positions[a as usize].length();
+            println!("stretch {:.3} edge {a}-{b} rest radius {ra:.4} now {pa:?} {pb:?} boundary {}", s, topo.edge_triangles[e].len() == 1);
+        }
+        let n_str = worst.iter().filter(|w| w.0 > 0.01).count();
+        println!("edges > 1%: {n_str} of {}", worst.len());
+    }
     if !r.settled {
         eprintln!(
             "warning: the specimen had not come to rest after {:.1} s; raise --max-time",
