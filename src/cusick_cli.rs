@@ -92,7 +92,10 @@ pub fn run(args: DrapeTestArgs) -> Result<(), String> {
             .enumerate()
             .map(|(e, &[a, b])| {
                 let rest = r.mesh.positions[a as usize].distance(r.mesh.positions[b as usize]);
-                (r.positions[a as usize].distance(r.positions[b as usize]) / rest - 1.0, e)
+                (
+                    r.positions[a as usize].distance(r.positions[b as usize]) / rest - 1.0,
+                    e,
+                )
             })
             .collect();
         worst.sort_by(|a, b| b.0.total_cmp(&a.0));
@@ -100,7 +103,11 @@ pub fn run(args: DrapeTestArgs) -> Result<(), String> {
             let [a, b] = topo.edges[e];
             let (pa, pb) = (r.positions[a as usize], r.positions[b as usize]);
             let ra = r.mesh.positions[a as usize].length();
-            println!("stretch {:.3} edge {a}-{b} rest radius {ra:.4} now {pa:?} {pb:?} boundary {}", s, topo.edge_triangles[e].len() == 1);
+            println!(
+                "stretch {:.3} edge {a}-{b} rest radius {ra:.4} now {pa:?} {pb:?} boundary {}",
+                s,
+                topo.edge_triangles[e].len() == 1
+            );
         }
         let n_str = worst.iter().filter(|w| w.0 > 0.01).count();
         println!("edges > 1%: {n_str} of {}", worst.len());

@@ -409,3 +409,29 @@ fn a_proxy_is_built_from_the_properties_panel_and_the_view_toggles_to_it() {
             && a.loaded.as_ref().unwrap().garments[0].proxy.is_none()
     });
 }
+
+#[test]
+fn f_frames_the_selected_garment() {
+    let mut h = harness(None);
+    loaded(&mut h);
+    h.get_by_label("skirt").click();
+    h.run_steps(2);
+    h.key_press(eframe::egui::Key::F);
+    h.run_steps(2);
+    let app = h.state();
+    let skirt = &app.loaded.as_ref().unwrap().garments[0].render.positions;
+    let (mut lo, mut hi) = (skirt[0], skirt[0]);
+    for p in skirt {
+        lo = lo.min(*p);
+        hi = hi.max(*p);
+    }
+    let camera = app.camera();
+    let centre = 0.5 * (lo + hi);
+    assert!(
+        (camera.target_m - centre).length() < 0.02,
+        "camera looks at {} instead of the skirt's centre {centre}",
+        camera.target_m
+    );
+    // The whole skirt is in view, and closer than when the whole scene was framed.
+    assert!(camera.distance_m < 2.0, "{}", camera.distance_m);
+}

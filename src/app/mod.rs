@@ -791,12 +791,52 @@ impl DrapeApp {
 
     /// Frames the whole scene in the viewport.
     pub fn frame_all(&mut self) {
+        self.frame_where(None);
+    }
+
+    /// Frames the selection in the viewport: the selected garment or the body (everything
+    /// when the scene itself is selected).
+    pub fn frame_selected(&mut self) {
+        self.frame_where(Some(self.selection));
+    }
+
+    fn frame_where(&mut self, selection: Option<Selection>) {
+        // The drawn garment mesh holds the garments one after another.
+        let garment_range = |i: usize| -> Option<std::ops::Range<usize>> {
+            let loaded = self.loaded.as_ref()?;
+            let count = |g: &crate::bake::LoadedGarment| {
+                if self.view.proxy && self.scrub.is_none() {
+                    g.sim_mesh().positions.len()
+                } else {
+                    g.render.positions.len()
+                }
+            };
+            let start: usize = loaded.garments.iter().take(i).map(count).sum();
+            Some(start..start + count(loaded.garments.get(i)?))
+        };
+        let range = match selection {
+            Some(Selection::Garment(i)) => garment_range(i),
+            _ => None,
+        };
         let Ok(mut d) = self.draw.lock() else {
             return;
         };
+        let points: Vec<Vec3> = match (selection, range) {
+            (Some(Selection::Garment(_)), Some(r)) => {
+                d.garment.positions.get(r).unwrap_or_default().to_vec()
+            }
+            (Some(Selection::Body), _) if !d.body.positions.is_empty() => d.body.positions.clone(),
+            _ => d
+                .garment
+                .positions
+                .iter()
+                .chain(&d.body.positions)
+                .copied()
+                .collect(),
+        };
         let mut min = Vec3::splat(Real::INFINITY);
         let mut max = Vec3::splat(Real::NEG_INFINITY);
-        for p in d.garment.positions.iter().chain(&d.body.positions) {
+        for p in &points {
             min = min.min(*p);
             max = max.max(*p);
         }
@@ -1042,7 +1082,7 @@ impl DrapeApp {
             self.toggle_play();
         }
         if f {
-            self.frame_all();
+            self.frame_selected();
         }
     }
 

@@ -6,7 +6,7 @@ use eframe::egui;
 use super::camera::{drag_target, pick_nearest};
 use super::{DrapeApp, FileAction, Pending, Selection};
 use crate::preset::{Origin, PresetKind};
-use crate::scene::{ProxySpec, Scene};
+use crate::scene::{PinTarget, ProxySpec, Scene};
 
 /// Draws the whole window.
 pub fn show(app: &mut DrapeApp, ui: &mut egui::Ui) {
@@ -101,7 +101,10 @@ fn menu_bar(app: &mut DrapeApp, ui: &mut egui::Ui) {
             ui.checkbox(&mut v.proxy, "Show proxy (simulation mesh)");
             ui.checkbox(&mut v.wireframe, "Wireframe overlay");
             ui.checkbox(&mut v.heat_map, "Stretch heat map");
-            if ui.button("Frame all (F)").clicked() {
+            if ui.button("Frame selected (F)").clicked() {
+                app.frame_selected();
+            }
+            if ui.button("Frame all").clicked() {
                 app.frame_all();
             }
             ui.separator();
@@ -298,6 +301,20 @@ fn garment_properties(app: &mut DrapeApp, ui: &mut egui::Ui, scene: &mut Scene, 
             g.fabric_override = Some(fabric);
         }
     }
+    ui.horizontal(|ui| {
+        ui.label("Pins follow");
+        egui::ComboBox::from_id_salt("pin_target")
+            .selected_text(match g.pin_target {
+                PinTarget::Auto => "the body when near it",
+                PinTarget::Body => "the body",
+                PinTarget::World => "world space",
+            })
+            .show_ui(ui, |ui| {
+                ui.selectable_value(&mut g.pin_target, PinTarget::Auto, "the body when near it");
+                ui.selectable_value(&mut g.pin_target, PinTarget::Body, "the body");
+                ui.selectable_value(&mut g.pin_target, PinTarget::World, "world space");
+            });
+    });
     if ui.button("Remove garment").clicked() {
         scene.garments.remove(i);
         app.selection = Selection::Scene;
