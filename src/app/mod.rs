@@ -166,6 +166,8 @@ pub struct DrapeApp {
     grab: Option<(usize, u32)>,
     /// The untitled default scene's folder.
     scratch: Option<PathBuf>,
+    /// Counts the scenes sent to the worker; see [`worker::Command::Load`].
+    generation: u64,
     egui_ctx: egui::Context,
 }
 
@@ -218,6 +220,7 @@ impl DrapeApp {
             dialog: None,
             grab: None,
             scratch: None,
+            generation: 0,
             egui_ctx: ctx.clone(),
         };
         match scene {
@@ -300,7 +303,9 @@ impl DrapeApp {
             self.scrub = None;
             self.playing = false;
             self.upload_topology(&loaded);
-            self.worker.send(worker::Command::Load(loaded));
+            self.generation += 1;
+            self.worker
+                .send(worker::Command::Load(loaded, self.generation));
         } else {
             self.worker.send(worker::Command::Update(loaded));
         }
@@ -590,7 +595,7 @@ impl DrapeApp {
     /// Runs the simulation in real time.
     pub fn play(&mut self) {
         if self.loaded.is_some() && self.baking.is_none() {
-            self.scrub = None;
+            self.leave_scrub();
             self.playing = true;
             self.worker.send(worker::Command::Play);
         }
@@ -605,7 +610,7 @@ impl DrapeApp {
     /// Simulates one frame.
     pub fn step(&mut self) {
         if self.loaded.is_some() && self.baking.is_none() {
-            self.scrub = None;
+            self.leave_scrub();
             self.playing = false;
             self.worker.send(worker::Command::Step);
         }
@@ -614,8 +619,16 @@ impl DrapeApp {
     /// Back to the rest state.
     pub fn reset(&mut self) {
         self.playing = false;
-        self.scrub = None;
+        self.leave_scrub();
         self.worker.send(worker::Command::Reset);
+    }
+
+    /// Back from showing a baked frame to the live simulation: the viewport's mesh is the
+    /// live one again (a baked frame is drawn on the render mesh even in the proxy view).
+    fn leave_scrub(&mut self) {
+        if self.scrub.take().is_some() {
+            self.refresh_view();
+        }
     }
 
     /// Bakes the timeline's frame range.
@@ -971,6 +984,9 @@ impl DrapeApp {
     pub fn poll(&mut self) {
         for event in self.worker.poll() {
             match event {
+                // A frame of a scene replaced since (still in the channel) is dropped: its
+                // vertices may not match the meshes drawn now.
+                Event::Frame(f) if f.generation != self.generation => {}
                 Event::Frame(f) => {
                     self.live = Some(f);
                     if self.scrub.is_none() {
@@ -1030,7 +1046,8 @@ impl DrapeApp {
                 move || ctx.request_repaint()
             });
             if let Some(l) = self.loaded.clone() {
-                self.worker.send(worker::Command::Load(l));
+                self.generation += 1;
+                self.worker.send(worker::Command::Load(l, self.generation));
             }
         }
     }

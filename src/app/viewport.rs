@@ -43,11 +43,16 @@ impl DrawMesh {
         self.data_version += 1;
     }
 
-    /// Replaces positions and colours, same triangles.
+    /// Replaces positions and colours, same triangles. Data of another vertex count does not
+    /// fit these triangles and is ignored.
     pub fn update(&mut self, positions: Vec<Vec3>, colors: Vec<[f32; 4]>) {
         if positions.len() != self.positions.len() || colors.len() != self.colors.len() {
-            let indices = std::mem::take(&mut self.indices);
-            return self.set(positions, indices, colors);
+            log::debug!(
+                "viewport: {} positions for a mesh of {}: not drawn",
+                positions.len(),
+                self.positions.len()
+            );
+            return;
         }
         self.positions = positions;
         self.colors = colors;

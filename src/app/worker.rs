@@ -22,8 +22,9 @@ pub const DRAG_COMPLIANCE_M_PER_N: Real = 1.0e-3;
 
 /// What the UI asks of the worker.
 pub enum Command {
-    /// A new scene: the simulation restarts from its rest state.
-    Load(Arc<LoadedScene>),
+    /// A new scene: the simulation restarts from its rest state. The number tags every frame
+    /// simulated from it, so the UI can drop frames of a scene it has replaced.
+    Load(Arc<LoadedScene>, u64),
     /// The same scene with edited parameters: the solver is rebuilt, the cloth keeps its
     /// positions and velocities, and the time goes on.
     Update(Arc<LoadedScene>),
@@ -61,6 +62,8 @@ pub struct LiveStats {
 pub struct FrameView {
     /// Frames simulated since the last reset (0 is the rest state).
     pub frame: u32,
+    /// The number of the [`Command::Load`] this frame was simulated from.
+    pub generation: u64,
     /// Simulated time (s).
     pub time_s: f64,
     /// Solver particle positions (m): the proxy meshes' vertices, garment after garment.
@@ -182,6 +185,7 @@ struct Sim {
     frame: u32,
     rollbacks: u32,
     drag: Option<(u32, Vec3)>,
+    generation: u64,
 }
 
 struct State {
@@ -245,11 +249,12 @@ impl State {
 
     fn handle(&mut self, command: Command) {
         match command {
-            Command::Load(loaded) => {
+            Command::Load(loaded, generation) => {
                 self.playing = false;
                 self.sim = None;
                 match build(&loaded, None) {
-                    Ok(sim) => {
+                    Ok(mut sim) => {
+                        sim.generation = generation;
                         self.sim = Some(sim);
                         self.announce_model();
                         self.publish();
@@ -260,7 +265,8 @@ impl State {
             Command::Update(loaded) => {
                 let previous = self.sim.take();
                 match build(&loaded, previous.as_ref()) {
-                    Ok(sim) => {
+                    Ok(mut sim) => {
+                        sim.generation = previous.as_ref().map_or(0, |p| p.generation);
                         self.sim = Some(sim);
                         self.announce_model();
                         self.publish();
@@ -281,7 +287,8 @@ impl State {
                 self.playing = false;
                 if let Some(sim) = self.sim.take() {
                     match build(&sim.loaded, None) {
-                        Ok(s) => {
+                        Ok(mut s) => {
+                            s.generation = sim.generation;
                             self.sim = Some(s);
                             self.publish();
                         }
@@ -370,6 +377,7 @@ impl State {
             .unwrap_or(0);
         let view = FrameView {
             frame: sim.frame,
+            generation: sim.generation,
             time_s: sim.solver.time_s(),
             particles: x.clone(),
             particle_stretch,
@@ -441,6 +449,7 @@ fn build(loaded: &Arc<LoadedScene>, previous: Option<&Sim>) -> Result<Sim, Strin
         frame: 0,
         rollbacks: 0,
         drag: None,
+        generation: 0,
     };
     if let Some(prev) = previous {
         if prev.solver.particles().len() == sim.solver.particles().len() {
