@@ -863,9 +863,19 @@ pub fn bake(loaded: &LoadedScene, options: &BakeOptions) -> Result<BakeResult, B
     }
     // Pre-roll: settle the garment while the body blends into its first pose.
     let mut settle_rollbacks = 0;
+    let stop = || options.cancel.is_some_and(|c| c.load(Ordering::Relaxed));
+    let mut cancelled = false;
     if preroll > 0 {
         solver.set_settling(Some(scene.timeline.settle_push_speed_m_per_s));
+        if let Some(progress) = options.progress {
+            progress(0, total);
+        }
         for k in 0..preroll {
+            // Cancel works during the pre-roll too (the bake then has no frames).
+            if stop() {
+                cancelled = true;
+                break;
+            }
             let frame = start_frame.saturating_sub((preroll - k) as i32);
             let r = solver.step_frame(dt).map_err(|e| sim_err(frame, e))?;
             settle_rollbacks += r.rollbacks;
@@ -893,7 +903,7 @@ pub fn bake(loaded: &LoadedScene, options: &BakeOptions) -> Result<BakeResult, B
     let mut frames = Vec::with_capacity(total.min(4096));
     let mut per_frame = Vec::with_capacity(total.min(4096));
     let mut sim_seconds = 0.0f64;
-    let mut cancelled = false;
+    let total = if cancelled { 0 } else { total };
     for k in 0..total {
         let frame = start_frame.saturating_add(k as i32);
         let report = if k == 0 {
@@ -939,7 +949,7 @@ pub fn bake(loaded: &LoadedScene, options: &BakeOptions) -> Result<BakeResult, B
         if let Some(progress) = options.progress {
             progress(k + 1, total);
         }
-        if options.cancel.is_some_and(|c| c.load(Ordering::Relaxed)) && k + 1 < total {
+        if stop() && k + 1 < total {
             cancelled = true;
             break;
         }

@@ -149,6 +149,13 @@ fn cancelling_a_bake_keeps_the_scene_and_the_frames_so_far() {
     assert!(baked.frames.len() >= 2 && baked.frames.len() < 5001);
     assert_eq!(app.doc.scene, before, "the scene is intact");
     assert!(app.loaded.is_some() && app.errors.is_empty());
+    // The simulation goes on after the cancelled bake.
+    let frame = app.live.as_ref().map_or(0, |f| f.frame);
+    h.get_by_label("Step").click();
+    wait_until(&mut h, "a step after the bake", |a| {
+        a.live.as_ref().is_some_and(|f| f.frame > frame) || a.scrub.is_none()
+    });
+    assert!(h.state().scrub.is_none(), "back to the live simulation");
 }
 
 #[test]
@@ -434,4 +441,79 @@ fn f_frames_the_selected_garment() {
     );
     // The whole skirt is in view, and closer than when the whole scene was framed.
     assert!(camera.distance_m < 2.0, "{}", camera.distance_m);
+}
+
+#[test]
+fn undo_after_save_as_keeps_a_scene_that_opens() {
+    let tmp = tempfile::tempdir().unwrap();
+    let a = write_demo(&tmp.path().join("a"), DemoScene::Default, None).unwrap();
+    let mut h = harness(Some(&a));
+    loaded(&mut h);
+    let mut edited = h.state().doc.scene.clone();
+    edited.solver.iterations = 2;
+    h.state_mut().edit(edited);
+    let b = tmp.path().join("b").join("scene.ron");
+    h.state_mut()
+        .file_action(drape::app::FileAction::SaveAs, &b);
+    assert!(h.state().errors.is_empty(), "{:?}", h.state().errors);
+    h.state_mut().undo();
+    assert_eq!(h.state().doc.scene.solver.iterations, 1);
+    h.state_mut().save();
+    assert!(!h.state().doc.dirty);
+    // The undone scene, saved in b/, still finds its meshes.
+    drape::bake::LoadedScene::load(&b).expect("the saved scene opens");
+}
+
+#[test]
+fn removing_the_last_garment_stops_the_simulation() {
+    let mut h = harness(None);
+    loaded(&mut h);
+    h.get_by_label("Play").click();
+    wait_until(&mut h, "a few frames", |a| {
+        a.live.as_ref().is_some_and(|f| f.frame >= 2)
+    });
+    let mut empty = h.state().doc.scene.clone();
+    empty.garments.clear();
+    h.state_mut().edit(empty);
+    for _ in 0..20 {
+        h.step();
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let app = h.state();
+    assert!(
+        app.live.is_none(),
+        "no frames of the removed garment arrive"
+    );
+    assert!(!app.playing && app.loaded.is_none());
+    assert!(app.garment_positions().is_empty());
+}
+
+#[test]
+fn opening_another_scene_during_a_bake_drops_that_bake() {
+    let tmp = tempfile::tempdir().unwrap();
+    let other = write_demo(tmp.path(), DemoScene::SphereDrop, Some(12)).unwrap();
+    let mut h = harness(None);
+    loaded(&mut h);
+    let mut scene = h.state().doc.scene.clone();
+    scene.timeline.end_frame = Some(scene.timeline.start_frame + 3000);
+    h.state_mut().edit(scene);
+    h.get_by_label("Bake").click();
+    wait_until(&mut h, "bake progress", |a| {
+        a.baking.is_some_and(|p| p.done >= 1)
+    });
+    h.state_mut().open(&other);
+    wait_until(&mut h, "the other scene", |a| {
+        a.live.as_ref().is_some_and(|f| f.render.len() == 144)
+    });
+    for _ in 0..20 {
+        h.step();
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let app = h.state();
+    assert!(app.baking.is_none(), "the old bake is not shown as running");
+    assert!(
+        app.baked.is_none(),
+        "the old bake's frames are not kept for the new scene"
+    );
+    assert_eq!(app.garment_positions().len(), 144);
 }

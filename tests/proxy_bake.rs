@@ -69,9 +69,15 @@ fn a_proxy_is_simulated_and_the_render_mesh_is_baked_and_exported() {
     let out = tmp.path().join("bake.glb");
     drape::bake::write_glb(&loaded, &result, &out).unwrap();
     let report = drape::io::inspect::inspect(&out).unwrap();
+    let report = report.to_string();
+    let proxy_n = proxy.mesh.positions.len();
     assert!(
-        report.to_string().contains(&format!("{render_n}")),
+        report.contains(&format!("'skirt': {render_n} vertices")),
         "the export holds the {render_n}-vertex render mesh:\n{report}"
+    );
+    assert!(
+        !report.contains(&format!("{proxy_n} vertices")),
+        "the export holds no {proxy_n}-vertex proxy:\n{report}"
     );
 }
 

@@ -22,6 +22,8 @@ pub struct Document {
     pub dirty: bool,
     undo: Vec<Scene>,
     redo: Vec<Scene>,
+    /// The last edit may absorb the next one (a value being dragged).
+    merge_open: bool,
 }
 
 impl Document {
@@ -34,6 +36,7 @@ impl Document {
             dirty: false,
             undo: Vec::new(),
             redo: Vec::new(),
+            merge_open: false,
         }
     }
 
@@ -57,8 +60,23 @@ impl Document {
     /// Records the scene before an edit that turned it into `edited`; returns whether anything
     /// changed.
     pub fn commit(&mut self, edited: Scene) -> bool {
+        self.commit_merging(edited, false)
+    }
+
+    /// [`Document::commit`] for a continuous edit (a value dragged with the mouse): while
+    /// `merge` stays true, the edits after the first one replace the scene without adding
+    /// undo steps, so one drag is one undo.
+    pub fn commit_merging(&mut self, edited: Scene, merge: bool) -> bool {
+        let absorb = merge && self.merge_open && !self.undo.is_empty();
+        self.merge_open = merge;
         if edited == self.scene {
             return false;
+        }
+        if absorb {
+            self.scene = edited;
+            self.redo.clear();
+            self.dirty = true;
+            return true;
         }
         let before = std::mem::replace(&mut self.scene, edited);
         self.undo.push(before);
@@ -82,6 +100,7 @@ impl Document {
 
     /// Undoes the last edit; returns whether there was one.
     pub fn undo(&mut self) -> bool {
+        self.merge_open = false;
         match self.undo.pop() {
             Some(before) => {
                 let now = std::mem::replace(&mut self.scene, before);
@@ -109,9 +128,27 @@ impl Document {
     /// Saves to `to` (atomically). Files the scene refers to keep working: paths are rewritten
     /// relative to the new folder, or made absolute, and files that live in `scratch` (the
     /// untitled scene's temporary folder) are copied beside the saved scene first.
+    ///
+    /// The undo and redo history is rewritten the same way, so an undo after a Save As still
+    /// finds its files.
     pub fn save_as(&mut self, to: &Path, scratch: Option<&Path>) -> Result<(), SceneError> {
-        let scene = relocate(&self.scene, &self.path, to, scratch)?;
+        let mut copies = Vec::new();
+        let scene = relocate(&self.scene, &self.path, to, scratch, &mut copies)?;
+        let undo = (self.undo.iter())
+            .map(|s| relocate(s, &self.path, to, scratch, &mut copies))
+            .collect::<Result<Vec<_>, _>>()?;
+        let redo = (self.redo.iter())
+            .map(|s| relocate(s, &self.path, to, scratch, &mut copies))
+            .collect::<Result<Vec<_>, _>>()?;
+        if let Some(dir) = to.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|source| SceneError::Io {
+                path: dir.to_path_buf(),
+                source,
+            })?;
+        }
         scene.save(to)?;
+        self.undo = undo;
+        self.redo = redo;
         self.scene = scene;
         self.path = to.to_path_buf();
         self.titled = true;
@@ -121,28 +158,54 @@ impl Document {
 }
 
 /// The scene with its file paths rewritten for a scene file at `to` (see
-/// [`Document::save_as`]).
+/// [`Document::save_as`]). `copies` lists the scratch files already copied, and their names
+/// beside `to`: a file there that is not the same is never overwritten, the copy gets a free
+/// name instead.
 fn relocate(
     scene: &Scene,
     from: &Path,
     to: &Path,
     scratch: Option<&Path>,
+    copies: &mut Vec<(PathBuf, PathBuf)>,
 ) -> Result<Scene, SceneError> {
     let to_dir = to.parent().unwrap_or(Path::new("."));
     let io = |path: &Path, e: std::io::Error| SceneError::Io {
         path: path.to_path_buf(),
         source: e,
     };
-    let moved = |p: &PathBuf| -> Result<PathBuf, SceneError> {
+    let mut moved = |p: &PathBuf| -> Result<PathBuf, SceneError> {
         let resolved = Scene::resolve(from, p);
         if scratch.is_some_and(|s| resolved.starts_with(s)) {
-            let name = resolved.file_name().map(PathBuf::from).unwrap_or_default();
+            if let Some((_, name)) = copies.iter().find(|(src, _)| *src == resolved) {
+                return Ok(name.clone());
+            }
+            let bytes = std::fs::read(&resolved).map_err(|e| io(&resolved, e))?;
+            let stem = resolved
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "asset".into());
+            let ext = resolved
+                .extension()
+                .map(|e| format!(".{}", e.to_string_lossy()))
+                .unwrap_or_default();
+            // The plain name, unless a different file already has it: then name_2, name_3…
+            let name = (1..)
+                .map(|k| match k {
+                    1 => PathBuf::from(format!("{stem}{ext}")),
+                    k => PathBuf::from(format!("{stem}_{k}{ext}")),
+                })
+                .find(|n| {
+                    let dest = to_dir.join(n);
+                    dest == resolved
+                        || std::fs::read(&dest).map_or(true, |existing| existing == bytes)
+                })
+                .unwrap_or_else(|| PathBuf::from(format!("{stem}{ext}")));
             let dest = to_dir.join(&name);
             if dest != resolved {
                 std::fs::create_dir_all(to_dir).map_err(|e| io(to_dir, e))?;
-                let bytes = std::fs::read(&resolved).map_err(|e| io(&resolved, e))?;
                 crate::io::atomic::write_atomic(&dest, &bytes).map_err(|e| io(&dest, e))?;
             }
+            copies.push((resolved, name.clone()));
             return Ok(name);
         }
         Ok(match resolved.strip_prefix(to_dir) {
@@ -192,6 +255,22 @@ mod tests {
     }
 
     #[test]
+    fn a_dragged_value_is_one_undo_step() {
+        let mut d = doc();
+        let original = d.scene.clone();
+        for substeps in 21..30 {
+            let mut s = d.scene.clone();
+            s.solver.substeps = substeps;
+            d.commit_merging(s, true);
+        }
+        d.commit_merging(d.scene.clone(), false);
+        assert_eq!(d.scene.solver.substeps, 29);
+        assert!(d.undo());
+        assert_eq!(d.scene, original);
+        assert!(!d.can_undo());
+    }
+
+    #[test]
     fn saving_elsewhere_copies_scratch_files_and_keeps_other_paths_valid() {
         let tmp = tempfile::tempdir().unwrap();
         let scratch = tmp.path().join("scratch");
@@ -222,5 +301,37 @@ mod tests {
         let body = &d.scene.body.as_ref().unwrap().path;
         assert_eq!(Scene::resolve(&to, body), other.join("body.glb"));
         assert_eq!(Scene::load(&to).unwrap(), d.scene);
+    }
+
+    #[test]
+    fn save_as_rewrites_the_history_and_never_overwrites_a_different_file() {
+        let tmp = tempfile::tempdir().unwrap();
+        let scratch = tmp.path().join("scratch");
+        let out = tmp.path().join("out");
+        std::fs::create_dir_all(&scratch).unwrap();
+        std::fs::create_dir_all(&out).unwrap();
+        std::fs::write(scratch.join("garment.glb"), b"new").unwrap();
+        std::fs::write(out.join("garment.glb"), b"the artist's own file").unwrap();
+        let mut scene = Scene::default();
+        scene.garments.push(GarmentSpec {
+            path: "garment.glb".into(),
+            ..Default::default()
+        });
+        let mut d = Document::new(scene.clone(), scratch.join("scene.ron"), false);
+        let mut edited = scene.clone();
+        edited.solver.substeps = 9;
+        d.commit(edited);
+        let to = out.join("shot.ron");
+        d.save_as(&to, Some(&scratch)).unwrap();
+        assert_eq!(
+            std::fs::read(out.join("garment.glb")).unwrap(),
+            b"the artist's own file"
+        );
+        assert_eq!(d.scene.garments[0].path, PathBuf::from("garment_2.glb"));
+        assert_eq!(std::fs::read(out.join("garment_2.glb")).unwrap(), b"new");
+        // Undo after Save As: the earlier scene points at the copied file too.
+        assert!(d.undo());
+        assert_eq!(d.scene.garments[0].path, PathBuf::from("garment_2.glb"));
+        assert_eq!(d.scene.solver.substeps, scene.solver.substeps);
     }
 }

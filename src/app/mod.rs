@@ -168,6 +168,11 @@ pub struct DrapeApp {
     scratch: Option<PathBuf>,
     /// Counts the scenes sent to the worker; see [`worker::Command::Load`].
     generation: u64,
+    /// The worker thread died once (it is restarted once, not in a loop).
+    worker_lost: bool,
+    /// An action to carry out once the Save As dialog (asked for by the unsaved-changes
+    /// dialog's Save) has saved the scene.
+    after_save: Option<Pending>,
     egui_ctx: egui::Context,
 }
 
@@ -221,6 +226,8 @@ impl DrapeApp {
             grab: None,
             scratch: None,
             generation: 0,
+            worker_lost: false,
+            after_save: None,
             egui_ctx: ctx.clone(),
         };
         match scene {
@@ -302,6 +309,11 @@ impl DrapeApp {
             self.baked = None;
             self.scrub = None;
             self.playing = false;
+            self.grab = None;
+            if self.baking.take().is_some() {
+                // A bake of the replaced scene: stop it; its result will be dropped.
+                self.worker.cancel_bake();
+            }
             self.upload_topology(&loaded);
             self.generation += 1;
             self.worker
@@ -315,20 +327,38 @@ impl DrapeApp {
     /// (reloading files only when the garments or body changed). An edit whose files cannot
     /// be read is refused with an error and leaves the scene as it was.
     pub fn edit(&mut self, edited: Scene) {
+        self.edit_merging(edited, false);
+    }
+
+    /// [`DrapeApp::edit`] for a value being dragged: while `merge` stays true the edits are
+    /// one undo step.
+    pub fn edit_merging(&mut self, edited: Scene, merge: bool) {
         if edited == self.doc.scene {
+            self.doc.commit_merging(edited, merge);
             return;
         }
         if self.apply(&edited) {
-            self.doc.commit(edited);
+            self.doc.commit_merging(edited, merge);
         }
     }
 
     fn apply(&mut self, scene: &Scene) -> bool {
         if scene.garments.is_empty() {
+            // Nothing to simulate: stop the worker and forget this scene's frames and bake.
             self.loaded = None;
             self.live = None;
+            self.baked = None;
+            self.scrub = None;
+            self.playing = false;
+            self.grab = None;
+            if self.baking.take().is_some() {
+                self.worker.cancel_bake();
+            }
+            self.generation += 1;
+            self.worker.send(worker::Command::Unload);
             if let Ok(mut d) = self.draw.lock() {
                 d.garment = Default::default();
+                d.body = Default::default();
             }
             return true;
         }
@@ -360,8 +390,12 @@ impl DrapeApp {
     pub fn undo(&mut self) {
         if self.doc.undo() {
             let scene = self.doc.scene.clone();
-            self.apply(&scene);
-            self.status = "undone".into();
+            if self.apply(&scene) {
+                self.status = "undone".into();
+            } else {
+                // The earlier scene's files cannot be read (any more): stay where we were.
+                self.doc.redo();
+            }
         }
     }
 
@@ -369,8 +403,11 @@ impl DrapeApp {
     pub fn redo(&mut self) {
         if self.doc.redo() {
             let scene = self.doc.scene.clone();
-            self.apply(&scene);
-            self.status = "redone".into();
+            if self.apply(&scene) {
+                self.status = "redone".into();
+            } else {
+                self.doc.undo();
+            }
         }
     }
 
@@ -497,6 +534,29 @@ impl DrapeApp {
     /// Goes on with an action the artist confirmed (after saving or discarding changes).
     pub fn continue_pending(&mut self, pending: Pending) {
         self.resolve_pending(pending);
+    }
+
+    /// The unsaved-changes dialog's Save: saves, then goes on with `pending` — at once for a
+    /// titled scene, after the Save As dialog for an untitled one (not at all if the artist
+    /// cancels that dialog or the save fails).
+    pub fn save_then(&mut self, pending: Pending) {
+        if self.doc.titled {
+            self.save();
+            if !self.doc.dirty {
+                self.resolve_pending(pending);
+            }
+        } else {
+            self.after_save = Some(pending);
+            self.start_dialog(FileAction::SaveAs);
+        }
+    }
+
+    /// A garment vertex of the drawn mesh (m), without copying the mesh.
+    pub fn garment_vertex(&self, v: usize) -> Option<Vec3> {
+        self.draw
+            .lock()
+            .ok()
+            .and_then(|d| d.garment.positions.get(v).copied())
     }
 
     /// Drags a particle toward a target (m) in the running simulation, or lets go.
@@ -740,7 +800,11 @@ impl DrapeApp {
             FileAction::ImportGarment => self.import_garment(path),
             FileAction::ImportBody => self.import_body(path),
             FileAction::SaveAs => {
-                self.save_to(path);
+                if self.save_to(path) {
+                    if let Some(p) = self.after_save.take() {
+                        self.resolve_pending(p);
+                    }
+                }
             }
             FileAction::ExportGlb | FileAction::ExportPc2 | FileAction::ExportMdd => {
                 self.export(action, path)
@@ -941,6 +1005,9 @@ impl DrapeApp {
         let Some(frame) = b.frames.get(k) else {
             return;
         };
+        if frame.len() != l.render_vertices() {
+            return;
+        }
         let positions = frame.clone();
         let mut body = Vec::new();
         if let (Some(pose), Some(lb)) = (b.body_poses.get(k), &l.body) {
@@ -997,10 +1064,12 @@ impl DrapeApp {
                     mean_stretch_compliance_m_per_n,
                     ..
                 } => self.solver_stretch_compliance_m_per_n = Some(mean_stretch_compliance_m_per_n),
-                Event::BakeProgress { done, total, eta_s } => {
-                    self.baking = Some(BakeProgress { done, total, eta_s })
-                }
-                Event::BakeFinished(result) => {
+                Event::BakeProgress { generation, .. } | Event::BakeFinished(generation, _)
+                    if generation != self.generation => {}
+                Event::BakeProgress {
+                    done, total, eta_s, ..
+                } => self.baking = Some(BakeProgress { done, total, eta_s }),
+                Event::BakeFinished(_, result) => {
                     self.baking = None;
                     match result {
                         Ok(b) => {
@@ -1031,16 +1100,21 @@ impl DrapeApp {
                 Ok(picked) => {
                     let action = *action;
                     self.dialog = None;
-                    if let Some(path) = picked {
-                        self.file_action(action, &path);
+                    match picked {
+                        Some(path) => self.file_action(action, &path),
+                        None => self.after_save = None,
                     }
                 }
                 Err(mpsc::TryRecvError::Disconnected) => self.dialog = None,
                 Err(mpsc::TryRecvError::Empty) => {}
             }
         }
-        if !self.worker.alive() {
-            self.fail("the simulation thread stopped; save your scene and restart Drape".into());
+        if !self.worker.alive() && !self.worker_lost {
+            self.fail("the simulation thread stopped; it was restarted (save your scene)".into());
+            self.baking = None;
+            self.playing = false;
+            self.grab = None;
+            self.worker_lost = true;
             self.worker = Worker::spawn({
                 let ctx = self.egui_ctx.clone();
                 move || ctx.request_repaint()

@@ -202,9 +202,9 @@ fn properties(app: &mut DrapeApp, ui: &mut egui::Ui) {
     solver_properties(ui, &mut scene);
     ui.separator();
     timeline_properties(ui, &mut scene);
-    if scene != app.doc.scene {
-        app.edit(scene);
-    }
+    // A value dragged with the mouse applies live, frame by frame, as one undo step.
+    let dragging = ui.input(|i| i.pointer.any_down());
+    app.edit_merging(scene, dragging);
 }
 
 fn garment_properties(app: &mut DrapeApp, ui: &mut egui::Ui, scene: &mut Scene, i: usize) {
@@ -465,7 +465,9 @@ fn viewport(app: &mut DrapeApp, ui: &mut egui::Ui) {
         if let (Some(p), Some(loaded)) = (origin, &app.loaded) {
             let positions = app.garment_positions();
             if let Some(v) = pick_nearest(&camera, &positions, local(p), size, 12.0) {
-                let particle = if app.view.proxy {
+                // The drawn mesh is the proxy (particles) only in the live proxy view; a
+                // baked frame is drawn on the render mesh.
+                let particle = if app.view.proxy && app.scrub.is_none() {
                     Some(v as u32)
                 } else {
                     let offsets = particle_offsets(loaded);
@@ -478,8 +480,7 @@ fn viewport(app: &mut DrapeApp, ui: &mut egui::Ui) {
     if let Some((v, particle)) = app.grab {
         if response.dragged() {
             if let Some(p) = response.interact_pointer_pos() {
-                let anchor = app.garment_positions().get(v).copied();
-                if let Some(anchor) = anchor {
+                if let Some(anchor) = app.garment_vertex(v) {
                     let target = drag_target(&camera, anchor, local(p), size);
                     app.drag_particle(Some((particle, target)));
                 }
@@ -519,7 +520,7 @@ fn particle_offsets(loaded: &crate::bake::LoadedScene) -> Vec<u32> {
     let mut base = 0u32;
     for g in &loaded.garments {
         offsets.push(base);
-        base += g.welded.mesh.positions.len() as u32;
+        base += g.sim_mesh().positions.len() as u32;
     }
     offsets
 }
@@ -703,14 +704,12 @@ fn unsaved_dialog(app: &mut DrapeApp, ctx: &egui::Context) {
     match answer {
         Some(0) => {
             app.pending = None;
-            app.save();
-            if !app.doc.dirty {
-                app.continue_pending(pending);
-            }
+            app.save_then(pending);
         }
         Some(1) => {
+            // Discard: the edits are dropped only once New or Open has replaced the scene
+            // (a failed Open keeps them, still unsaved).
             app.pending = None;
-            app.doc.dirty = false;
             app.continue_pending(pending);
         }
         Some(_) => app.pending = None,

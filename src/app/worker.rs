@@ -28,6 +28,8 @@ pub enum Command {
     /// The same scene with edited parameters: the solver is rebuilt, the cloth keeps its
     /// positions and velocities, and the time goes on.
     Update(Arc<LoadedScene>),
+    /// No scene: stop and drop the simulation.
+    Unload,
     /// Run in real time.
     Play,
     /// Stop running.
@@ -93,6 +95,8 @@ pub enum Event {
     },
     /// Bake progress.
     BakeProgress {
+        /// The scene's [`Command::Load`] number.
+        generation: u64,
         /// Frames baked.
         done: usize,
         /// Frames asked for.
@@ -100,8 +104,9 @@ pub enum Event {
         /// Estimated time left (s).
         eta_s: f64,
     },
-    /// The bake ended: its result (cancelled or not), or why it failed.
-    BakeFinished(Result<Box<BakeResult>, String>),
+    /// The bake ended: the scene's [`Command::Load`] number, and the result (cancelled or
+    /// not) or why it failed.
+    BakeFinished(u64, Result<Box<BakeResult>, String>),
     /// Something failed; the message names the scene and the problem.
     Error(String),
 }
@@ -130,6 +135,7 @@ impl Worker {
                     cancel: flag,
                     sim: None,
                     playing: false,
+                    generation: 0,
                 };
                 state.run(commands);
             })
@@ -194,6 +200,8 @@ struct State {
     cancel: Arc<AtomicBool>,
     sim: Option<Sim>,
     playing: bool,
+    /// The number of the last [`Command::Load`].
+    generation: u64,
 }
 
 impl State {
@@ -252,6 +260,7 @@ impl State {
             Command::Load(loaded, generation) => {
                 self.playing = false;
                 self.sim = None;
+                self.generation = generation;
                 match build(&loaded, None) {
                     Ok(mut sim) => {
                         sim.generation = generation;
@@ -266,7 +275,7 @@ impl State {
                 let previous = self.sim.take();
                 match build(&loaded, previous.as_ref()) {
                     Ok(mut sim) => {
-                        sim.generation = previous.as_ref().map_or(0, |p| p.generation);
+                        sim.generation = self.generation;
                         self.sim = Some(sim);
                         self.announce_model();
                         self.publish();
@@ -276,6 +285,10 @@ impl State {
                         self.error(e);
                     }
                 }
+            }
+            Command::Unload => {
+                self.playing = false;
+                self.sim = None;
             }
             Command::Play => self.playing = self.sim.is_some(),
             Command::Pause => self.playing = false,
@@ -397,9 +410,14 @@ impl State {
     fn bake(&mut self, frames: u32) {
         self.playing = false;
         let Some(loaded) = self.sim.as_ref().map(|s| s.loaded.clone()) else {
-            self.send(Event::BakeFinished(Err("no scene to bake".into())));
+            let generation = self.generation;
+            self.send(Event::BakeFinished(
+                generation,
+                Err("no scene to bake".into()),
+            ));
             return;
         };
+        let generation = self.generation;
         let started = Instant::now();
         let events = self.events.clone();
         let progress = |done: usize, total: usize| {
@@ -409,7 +427,12 @@ impl State {
             } else {
                 0.0
             };
-            let _ = events.send(Event::BakeProgress { done, total, eta_s });
+            let _ = events.send(Event::BakeProgress {
+                generation,
+                done,
+                total,
+                eta_s,
+            });
             (self.repaint)();
         };
         let options = BakeOptions {
@@ -420,7 +443,7 @@ impl State {
         let result = bake(&loaded, &options)
             .map(Box::new)
             .map_err(|e| e.to_string());
-        self.send(Event::BakeFinished(result));
+        self.send(Event::BakeFinished(generation, result));
     }
 }
 
