@@ -170,6 +170,8 @@ pub struct DrapeApp {
     generation: u64,
     /// The worker thread died once (it is restarted once, not in a loop).
     worker_lost: bool,
+    /// Whether the drawn garment mesh has the render mesh's triangles (else the proxy's).
+    render_mesh_drawn: bool,
     /// An action to carry out once the Save As dialog (asked for by the unsaved-changes
     /// dialog's Save) has saved the scene.
     after_save: Option<Pending>,
@@ -227,6 +229,7 @@ impl DrapeApp {
             scratch: None,
             generation: 0,
             worker_lost: false,
+            render_mesh_drawn: true,
             after_save: None,
             egui_ctx: ctx.clone(),
         };
@@ -963,6 +966,7 @@ impl DrapeApp {
 
     fn upload_topology(&mut self, loaded: &LoadedScene) {
         let (positions, indices) = self.garment_topology(loaded);
+        self.render_mesh_drawn = !self.view.proxy;
         let colors = self.garment_colors(None, positions.len());
         let body = loaded.body.as_ref().map(|b| b.mesh().clone());
         if let Ok(mut d) = self.draw.lock() {
@@ -1017,10 +1021,12 @@ impl DrapeApp {
         // so it is drawn in the garment's colour.
         let colors = vec![GARMENT_COLOR; positions.len()];
         if let Ok(mut d) = self.draw.lock() {
-            if self.view.proxy {
-                // The bake stores render positions: show them on the render mesh.
+            if !self.render_mesh_drawn {
+                // The bake stores render positions: show them on the render mesh (rebuilt
+                // once, when scrubbing starts in the proxy view).
                 let m = l.merged_render_mesh();
                 d.garment.set(positions, m.indices, colors);
+                self.render_mesh_drawn = true;
             } else {
                 d.garment.update(positions, colors);
             }
