@@ -517,3 +517,30 @@ fn opening_another_scene_during_a_bake_drops_that_bake() {
     );
     assert_eq!(app.garment_positions().len(), 144);
 }
+
+#[test]
+fn the_outliner_hides_and_shows_a_garment() {
+    let mut h = harness(None);
+    loaded(&mut h);
+    let triangles = h.state().garment_triangles();
+    assert!(triangles > 0);
+    // The outliner's check boxes: the body's, then the skirt's.
+    let boxes: Vec<_> = h
+        .get_all_by_role(eframe::egui::accesskit::Role::CheckBox)
+        .collect();
+    assert!(boxes.len() >= 2, "{} check boxes", boxes.len());
+    boxes[1].click();
+    h.run_steps(2);
+    assert_eq!(h.state().garment_triangles(), 0, "the skirt is hidden");
+    assert_eq!(
+        h.state().garment_positions().len(),
+        1536,
+        "its frames still fit"
+    );
+    let boxes: Vec<_> = h
+        .get_all_by_role(eframe::egui::accesskit::Role::CheckBox)
+        .collect();
+    boxes[1].click();
+    h.run_steps(2);
+    assert_eq!(h.state().garment_triangles(), triangles);
+}

@@ -132,6 +132,8 @@ pub struct DrapeApp {
     pub selection: Selection,
     /// Viewport toggles.
     pub view: ViewOptions,
+    /// Garments hidden in the viewport (by index).
+    pub hidden_garments: std::collections::BTreeSet<usize>,
     /// Error messages not yet dismissed, each naming the file and the problem.
     pub errors: Vec<String>,
     /// The last status message.
@@ -205,6 +207,7 @@ impl DrapeApp {
             playing: false,
             selection: Selection::Scene,
             view: ViewOptions::default(),
+            hidden_garments: Default::default(),
             errors: preset_error.into_iter().collect(),
             status: String::new(),
             recent: load_recent(),
@@ -552,6 +555,11 @@ impl DrapeApp {
             self.after_save = Some(pending);
             self.start_dialog(FileAction::SaveAs);
         }
+    }
+
+    /// Triangles of the drawn garment mesh (hidden garments draw none).
+    pub fn garment_triangles(&self) -> usize {
+        self.draw.lock().map_or(0, |d| d.garment.indices.len())
     }
 
     /// A garment vertex of the drawn mesh (m), without copying the mesh.
@@ -948,24 +956,24 @@ impl DrapeApp {
     }
 
     /// The garment mesh the viewport shows: the render mesh, or the proxy meshes.
-    fn garment_topology(&self, loaded: &LoadedScene) -> (Vec<Vec3>, Vec<[u32; 3]>) {
-        if self.view.proxy {
-            let mut positions = Vec::new();
-            let mut indices = Vec::new();
-            for g in &loaded.garments {
-                let base = positions.len() as u32;
-                positions.extend_from_slice(&g.sim_mesh().positions);
-                indices.extend(g.sim_mesh().indices.iter().map(|t| t.map(|i| i + base)));
+    /// Hidden garments keep their vertices (so the frames still fit) but lose their
+    /// triangles.
+    fn garment_topology(&self, loaded: &LoadedScene, proxy: bool) -> (Vec<Vec3>, Vec<[u32; 3]>) {
+        let mut positions = Vec::new();
+        let mut indices = Vec::new();
+        for (i, g) in loaded.garments.iter().enumerate() {
+            let mesh = if proxy { g.sim_mesh() } else { &g.render };
+            let base = positions.len() as u32;
+            positions.extend_from_slice(&mesh.positions);
+            if !self.hidden_garments.contains(&i) {
+                indices.extend(mesh.indices.iter().map(|t| t.map(|i| i + base)));
             }
-            (positions, indices)
-        } else {
-            let m = loaded.merged_render_mesh();
-            (m.positions, m.indices)
         }
+        (positions, indices)
     }
 
     fn upload_topology(&mut self, loaded: &LoadedScene) {
-        let (positions, indices) = self.garment_topology(loaded);
+        let (positions, indices) = self.garment_topology(loaded, self.view.proxy);
         self.render_mesh_drawn = !self.view.proxy;
         let colors = self.garment_colors(None, positions.len());
         let body = loaded.body.as_ref().map(|b| b.mesh().clone());
@@ -1024,8 +1032,8 @@ impl DrapeApp {
             if !self.render_mesh_drawn {
                 // The bake stores render positions: show them on the render mesh (rebuilt
                 // once, when scrubbing starts in the proxy view).
-                let m = l.merged_render_mesh();
-                d.garment.set(positions, m.indices, colors);
+                let (_, indices) = self.garment_topology(l, false);
+                d.garment.set(positions, indices, colors);
                 self.render_mesh_drawn = true;
             } else {
                 d.garment.update(positions, colors);

@@ -147,12 +147,16 @@ fn outliner(app: &mut DrapeApp, ui: &mut egui::Ui) {
     } else {
         ui.weak("No body");
     }
+    let mut hidden = app.hidden_garments.clone();
     for (i, g) in app.doc.scene.garments.iter().enumerate() {
         ui.horizontal(|ui| {
-            if i == 0 {
-                ui.checkbox(&mut v.show_garments, "");
-            } else {
-                ui.add_space(ui.spacing().interact_size.y + ui.spacing().item_spacing.x);
+            let mut shown = !hidden.contains(&i);
+            if ui.checkbox(&mut shown, "").changed() {
+                if shown {
+                    hidden.remove(&i);
+                } else {
+                    hidden.insert(i);
+                }
             }
             if ui
                 .selectable_label(app.selection == Selection::Garment(i), &g.name)
@@ -165,8 +169,9 @@ fn outliner(app: &mut DrapeApp, ui: &mut egui::Ui) {
     if app.doc.scene.garments.is_empty() {
         ui.weak("No garment: File > Import garment, or drop a .glb here");
     }
-    if v != app.view {
+    if v != app.view || hidden != app.hidden_garments {
         app.view = v;
+        app.hidden_garments = hidden;
         app.refresh_view();
     }
 }
