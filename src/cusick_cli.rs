@@ -63,7 +63,7 @@ pub fn run(args: DrapeTestArgs) -> Result<(), String> {
         r.projected_area_m2, r.specimen_area_m2, r.pedestal_area_m2
     );
     println!(
-        "  {} after {:.2} s simulated ({} frames at {} fps), last max speed {:.2} mm/s",
+        "  {} after {:.2} s simulated ({} frames at {} fps), last max speed {:.2} mm/s, mean {:.3} mm/s",
         if r.settled {
             "settled"
         } else {
@@ -72,7 +72,8 @@ pub fn run(args: DrapeTestArgs) -> Result<(), String> {
         r.simulated_s,
         r.frames,
         options.fps,
-        r.final_max_speed_m_per_s * 1000.0
+        r.final_max_speed_m_per_s * 1000.0,
+        r.final_mean_speed_m_per_s * 1000.0
     );
     println!(
         "  {} vertices, {} triangles, {} substeps × {} iterations, max stretch {:.2} %, rollbacks {}, {:.1} s wall",
@@ -84,34 +85,6 @@ pub fn run(args: DrapeTestArgs) -> Result<(), String> {
         r.rollbacks,
         r.wall_s
     );
-    if std::env::var_os("CUSICK_DEBUG").is_some() {
-        let topo = drape::mesh::Topology::new(&r.mesh);
-        let mut worst: Vec<(f32, usize)> = topo
-            .edges
-            .iter()
-            .enumerate()
-            .map(|(e, &[a, b])| {
-                let rest = r.mesh.positions[a as usize].distance(r.mesh.positions[b as usize]);
-                (
-                    r.positions[a as usize].distance(r.positions[b as usize]) / rest - 1.0,
-                    e,
-                )
-            })
-            .collect();
-        worst.sort_by(|a, b| b.0.total_cmp(&a.0));
-        for &(s, e) in worst.iter().take(8) {
-            let [a, b] = topo.edges[e];
-            let (pa, pb) = (r.positions[a as usize], r.positions[b as usize]);
-            let ra = r.mesh.positions[a as usize].length();
-            println!(
-                "stretch {:.3} edge {a}-{b} rest radius {ra:.4} now {pa:?} {pb:?} boundary {}",
-                s,
-                topo.edge_triangles[e].len() == 1
-            );
-        }
-        let n_str = worst.iter().filter(|w| w.0 > 0.01).count();
-        println!("edges > 1%: {n_str} of {}", worst.len());
-    }
     if !r.settled {
         eprintln!(
             "warning: the specimen had not come to rest after {:.1} s; raise --max-time",

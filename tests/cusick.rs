@@ -1,58 +1,312 @@
-use drape::cusick::*;
-use drape::material::{builtin_fabric, Fabric};
+//! The Cusick drape test (issue 4, part 6): the projected-area measurement on known shapes, the
+//! two extremes (a very stiff and a very limp sheet), and the built-in fabrics against the
+//! literature.
+//!
+//! The simulations here use a coarser specimen than the command's default (about 550 vertices,
+//! 13 rings, instead of about 2000) so that the file runs in well under two minutes in the debug
+//! test profile; docs/cusick.md gives the coefficients at the default resolution.
 
-#[test]
-#[ignore]
-fn explore() {
-    let base = builtin_fabric("cotton_shirting").unwrap();
-    let runs: Vec<(&str, Fabric, CusickOptions)> = vec![
-        (
-            "default",
-            base.clone(),
-            CusickOptions {
-                vertices: 500,
-                max_time_s: 1.0,
-                ..Default::default()
-            },
-        ),
-        (
-            "nofric",
-            Fabric {
-                friction: 0.0,
-                ..base.clone()
-            },
-            CusickOptions {
-                vertices: 500,
-                max_time_s: 1.0,
-                ..Default::default()
-            },
-        ),
-        (
-            "bigped",
-            base.clone(),
-            CusickOptions {
-                vertices: 500,
-                max_time_s: 1.0,
-                pedestal_radius_m: 0.149,
-                ..Default::default()
-            },
-        ),
-        (
-            "it8",
-            base.clone(),
-            CusickOptions {
-                vertices: 500,
-                max_time_s: 1.0,
-                iterations: 8,
-                ..Default::default()
-            },
-        ),
-    ];
-    for (name, f, o) in runs {
-        let r = cusick_test(&f, &o).unwrap();
-        println!(
-            "{name}: DC {:.4} stretch {:.4} settled {} speed {:.4} wall {:.1}",
-            r.drape_coefficient, r.max_stretch, r.settled, r.final_max_speed_m_per_s, r.wall_s
+use std::f64::consts::PI;
+
+use approx::assert_relative_eq;
+use drape::cusick::{
+    cusick_test, pedestal_mesh, projected_area_m2, specimen_disk, CusickError, CusickOptions,
+    CusickResult, PEDESTAL_RADIUS_M, SPECIMEN_RADIUS_M,
+};
+use drape::material::{builtin_fabric, Fabric};
+use drape::math::{Real, Vec3};
+
+/// The test resolution: 1 + 3·13·14 = 547 specimen vertices.
+const TEST_VERTICES: usize = 547;
+
+/// The test settings: the coarse specimen, 40 substeps of one iteration (at this resolution
+/// 40 × 2 and 80 × 1 differ by 0.4 percentage points on cotton), and at most 4 s simulated.
+fn options() -> CusickOptions {
+    CusickOptions {
+        vertices: TEST_VERTICES,
+        substeps: 40,
+        iterations: 1,
+        max_time_s: 4.0,
+        ..CusickOptions::default()
+    }
+}
+
+fn run(fabric: &Fabric) -> CusickResult {
+    let r = cusick_test(fabric, &options()).unwrap();
+    assert!(r.drape_coefficient.is_finite());
+    assert!(r.positions.iter().all(|p| p.is_finite()));
+    assert_eq!(r.rollbacks, 0, "{}: the solver had to retry", fabric.name);
+    assert!(
+        r.max_stretch < 0.05,
+        "{}: stretched {:.1} %",
+        fabric.name,
+        r.max_stretch * 100.0
+    );
+    // Nothing may end inside the pedestal (the collision thickness is 1 mm).
+    for p in &r.positions {
+        let inside = p.y < -1.0e-3 && p.x.hypot(p.z) < PEDESTAL_RADIUS_M - 1.0e-3;
+        assert!(
+            !inside,
+            "{}: a particle at {p:?} is inside the pedestal",
+            fabric.name
         );
     }
+    println!(
+        "{:>16}: DC {:.3}, settled {} after {:.2} s (max speed {:.2} mm/s), stretch {:.2} %, {:.1} s wall",
+        fabric.name,
+        r.drape_coefficient,
+        r.settled,
+        r.simulated_s,
+        r.final_max_speed_m_per_s * 1e3,
+        r.max_stretch * 100.0,
+        r.wall_s
+    );
+    r
+}
+
+/// The drape coefficients of the eight built-in fabrics at the test settings, two at a time.
+fn builtin_coefficients() -> Vec<(&'static str, Real)> {
+    let names = [
+        "chiffon",
+        "silk_charmeuse",
+        "cotton_shirting",
+        "jersey_knit",
+        "wool_suiting",
+        "polyester",
+        "denim",
+        "leather",
+    ];
+    let mut out: Vec<(&str, Real)> = std::thread::scope(|s| {
+        let handles: Vec<_> = [0, 1]
+            .map(|k| {
+                s.spawn(move || {
+                    (names.iter().skip(k).step_by(2))
+                        .map(|&n| (n, run(&builtin_fabric(n).unwrap()).drape_coefficient))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .into_iter()
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap())
+            .collect()
+    });
+    out.sort_by(|a, b| a.1.total_cmp(&b.1));
+    println!("ascending: {out:?}");
+    out
+}
+
+/// A square of side `s` (m) centred at `c` in the horizontal plane, as two triangles.
+fn square(c: Vec3, s: Real) -> (Vec<Vec3>, Vec<[u32; 3]>) {
+    let h = 0.5 * s;
+    let p = vec![
+        c + Vec3::new(-h, 0.0, -h),
+        c + Vec3::new(h, 0.0, -h),
+        c + Vec3::new(h, 0.0, h),
+        c + Vec3::new(-h, 0.0, h),
+    ];
+    (p, vec![[0, 2, 1], [0, 3, 2]])
+}
+
+#[test]
+fn projected_area_of_a_flat_disk_is_pi_r_squared() {
+    // 60 rings: the polygon's area is within 0.002 % of the circle's.
+    let disk = specimen_disk(0.15, 60, 0.3);
+    let exact = PI * 0.15 * 0.15;
+    for cell in [1.0e-3, 5.0e-4] {
+        let a = projected_area_m2(&disk.positions, &disk.indices, cell).unwrap() as f64;
+        assert_relative_eq!(a, exact, max_relative = 0.005);
+        // In practice far better than the required 0.5 %.
+        assert_relative_eq!(a, exact, max_relative = 0.001);
+    }
+    // Tilted by 60° about X, its shadow is an ellipse of half the area.
+    let (s, c) = (60f32.to_radians().sin(), 60f32.to_radians().cos());
+    let tilted: Vec<Vec3> = (disk.positions.iter())
+        .map(|p| Vec3::new(p.x, p.z * s, p.z * c))
+        .collect();
+    let a = projected_area_m2(&tilted, &disk.indices, 5.0e-4).unwrap() as f64;
+    assert_relative_eq!(a, 0.5 * exact, max_relative = 0.005);
+}
+
+#[test]
+fn projected_area_is_the_union_of_the_triangles() {
+    let cell = 5.0e-4;
+    // A 10 cm square, at any height: 0.01 m².
+    let (p, t) = square(Vec3::new(0.013, -0.2, 0.007), 0.1);
+    let a = projected_area_m2(&p, &t, cell).unwrap();
+    assert_relative_eq!(a, 0.01, max_relative = 0.005);
+    // Two squares overlapping by half: 1.5 × the area, not 2 ×.
+    let (mut p2, mut t2) = square(Vec3::ZERO, 0.1);
+    let (q, u) = square(Vec3::new(0.05, 0.03, 0.0), 0.1);
+    t2.extend(u.iter().map(|t| t.map(|i| i + 4)));
+    p2.extend(q);
+    let a = projected_area_m2(&p2, &t2, cell).unwrap();
+    assert_relative_eq!(a, 0.015, max_relative = 0.005);
+    // A sheet folded in half onto itself (two layers) casts the shadow of one layer, whichever
+    // way its triangles wind.
+    let sheet = vec![
+        Vec3::new(-0.05, 0.0, -0.05),
+        Vec3::new(0.0, 0.0, -0.05),
+        Vec3::new(0.0, 0.0, 0.05),
+        Vec3::new(-0.05, 0.0, 0.05),
+        Vec3::new(-0.05, 0.01, -0.05), // the right panel, folded back over the left
+        Vec3::new(-0.05, 0.01, 0.05),
+    ];
+    let panels = vec![[0, 2, 1], [0, 3, 2], [1, 2, 5], [1, 5, 4]];
+    let a = projected_area_m2(&sheet, &panels, cell).unwrap();
+    assert_relative_eq!(a, 0.005, max_relative = 0.005);
+    // A vertical sheet (seen edge-on) casts none.
+    let wall = vec![
+        Vec3::new(0.0, 0.0, 0.0),
+        Vec3::new(0.1, 0.0, 0.0),
+        Vec3::new(0.1, -0.1, 0.0),
+    ];
+    assert_eq!(projected_area_m2(&wall, &[[0, 1, 2]], cell).unwrap(), 0.0);
+    assert_eq!(projected_area_m2(&wall, &[], cell).unwrap(), 0.0);
+}
+
+#[test]
+fn projected_area_rejects_bad_input() {
+    let (p, t) = square(Vec3::ZERO, 0.1);
+    assert!(matches!(
+        projected_area_m2(&p, &t, 0.0),
+        Err(CusickError::AreaInput(_))
+    ));
+    assert!(matches!(
+        projected_area_m2(&p, &[[0, 1, 9]], 1e-3),
+        Err(CusickError::AreaInput(_))
+    ));
+    let mut bad = p.clone();
+    bad[1].x = Real::NAN;
+    assert!(projected_area_m2(&bad, &t, 1e-3).is_err());
+    // 1 km at 1 µm would be 10¹⁸ cells.
+    let (big, tb) = square(Vec3::ZERO, 1000.0);
+    assert!(matches!(
+        projected_area_m2(&big, &tb, 1e-6),
+        Err(CusickError::RasterTooLarge { .. })
+    ));
+}
+
+#[test]
+fn bad_options_and_fabrics_are_errors_not_panics() {
+    let f = builtin_fabric("cotton_shirting").unwrap();
+    for o in [
+        CusickOptions {
+            vertices: 0,
+            ..options()
+        },
+        CusickOptions {
+            substeps: 0,
+            ..options()
+        },
+        CusickOptions {
+            fps: Real::NAN,
+            ..options()
+        },
+        CusickOptions {
+            pedestal_radius_m: 0.2,
+            ..options()
+        },
+    ] {
+        let e = cusick_test(&f, &o).unwrap_err();
+        assert!(!e.to_string().is_empty());
+    }
+    let negative = Fabric {
+        density_kg_per_m2: -1.0,
+        ..f
+    };
+    assert!(matches!(
+        cusick_test(&negative, &options()),
+        Err(CusickError::Fabric(_))
+    ));
+}
+
+#[test]
+fn standard_geometry() {
+    let disk = specimen_disk(SPECIMEN_RADIUS_M, 13, 0.0);
+    assert_eq!(disk.positions.len(), TEST_VERTICES);
+    assert_relative_eq!(disk.area() as f64, PI * 0.15 * 0.15, max_relative = 0.002);
+    let ped = pedestal_mesh(PEDESTAL_RADIUS_M, 0.25, 16);
+    assert!(ped.signed_volume() > 0.0);
+    let top = ped.positions.iter().map(|p| p.y).fold(Real::MIN, Real::max);
+    assert_eq!(top, 0.0);
+}
+
+/// A sheet with 1000 times denim's bending stiffness barely bends over the pedestal's edge.
+#[test]
+fn very_stiff_sheet_stays_nearly_flat() {
+    let denim = builtin_fabric("denim").unwrap();
+    let stiff = Fabric {
+        name: "denim, bending × 1000".into(),
+        bend_warp_n_m: denim.bend_warp_n_m * 1000.0,
+        bend_weft_n_m: denim.bend_weft_n_m * 1000.0,
+        ..denim
+    };
+    let r = run(&stiff);
+    assert!(r.drape_coefficient > 0.9, "DC {}", r.drape_coefficient);
+    assert!(r.drape_coefficient <= 1.0 + 1e-3);
+    assert!(r.settled);
+}
+
+/// Chiffon with a hundredth of its bending stiffness hangs almost straight down.
+#[test]
+fn very_limp_sheet_hangs_down() {
+    let chiffon = builtin_fabric("chiffon").unwrap();
+    let limp = Fabric {
+        name: "chiffon, bending / 100".into(),
+        bend_warp_n_m: chiffon.bend_warp_n_m / 100.0,
+        bend_weft_n_m: chiffon.bend_weft_n_m / 100.0,
+        ..chiffon
+    };
+    let r = run(&limp);
+    assert!(r.drape_coefficient < 0.45, "DC {}", r.drape_coefficient);
+    assert!(r.drape_coefficient > 0.0);
+}
+
+/// The literature's order (fabrics.md; issue 4): the limp, light fabrics (chiffon, silk) drape
+/// most, stiff ones (denim) least.
+#[test]
+fn builtin_fabrics_are_ordered_as_in_the_literature() {
+    let dc = builtin_coefficients();
+    let of = |n: &str| dc.iter().find(|d| d.0 == n).unwrap().1;
+    let rank = |n: &str| dc.iter().position(|d| d.0 == n).unwrap();
+    // chiffon < cotton < denim, silk < wool.
+    assert!(of("chiffon") < of("cotton_shirting"), "{dc:?}");
+    assert!(of("cotton_shirting") < of("denim"), "{dc:?}");
+    assert!(of("silk_charmeuse") < of("wool_suiting"), "{dc:?}");
+    // Chiffon and silk charmeuse are the two lowest.
+    assert!(rank("chiffon") < 2 && rank("silk_charmeuse") < 2, "{dc:?}");
+}
+
+/// The built-ins' coefficients against the only measured ranges in fabrics.md ("Analysis of a
+/// Fabric Drape Profile", Vlákna a textil 1/2018, a secondary compilation; 30 cm specimen on
+/// an 18 cm pedestal assumed): cotton plain weaves 48–72 %, five-thread satins 43–70 %. None of
+/// the presets' own cited sources (Clyde 2017, Wang 2011, Feng 2022, Penava 2014) gives a drape
+/// coefficient.
+#[test]
+#[ignore = "contradicts the literature, for the lead to decide: at 547 vertices, 40 substeps, \
+            4-5 s, cotton_shirting has DC 0.82 (cotton plain weave 48-72 %) and silk_charmeuse \
+            0.32 (satins 43-70 %); at 1951 vertices cotton gives 0.84 (80 substeps), 0.87 (160) (docs/cusick.md)"]
+fn builtin_fabrics_fall_in_the_measured_ranges() {
+    let cotton = run(&builtin_fabric("cotton_shirting").unwrap()).drape_coefficient;
+    assert!(
+        (0.48..=0.72).contains(&cotton),
+        "cotton_shirting DC {cotton}"
+    );
+    let silk = run(&builtin_fabric("silk_charmeuse").unwrap()).drape_coefficient;
+    assert!((0.43..=0.70).contains(&silk), "silk_charmeuse DC {silk}");
+}
+
+/// Issue 4: "denim and leather highest".
+#[test]
+#[ignore = "contradicts the issue's expected order, for the lead to decide: leather's preset \
+            (0.87 kg/m², bending 1.1e-4/5.0e-5 N·m) has a Peirce bending length \
+            (B/(ρg))^(1/3) of 2.1 cm, below cotton's 2.2, jersey's 2.3, polyester's 2.6 and \
+            denim's 2.8 cm, so it drapes more than they do: DC 0.77 against cotton 0.82, \
+            polyester 0.84, denim 0.88 at the test settings"]
+fn denim_and_leather_drape_least() {
+    let dc = builtin_coefficients();
+    let top: Vec<&str> = dc.iter().rev().take(2).map(|d| d.0).collect();
+    assert!(top.contains(&"denim") && top.contains(&"leather"), "{dc:?}");
 }
