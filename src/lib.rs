@@ -24,6 +24,7 @@ pub mod io;
 pub mod material;
 pub mod math;
 pub mod mesh;
+pub mod paint;
 pub mod preset;
 pub mod proxy;
 pub mod scene;
