@@ -125,6 +125,9 @@ pub struct LoadedGarment {
     pub pinned: Vec<u32>,
     /// Simulation-mesh vertex indices with a soft attachment, and its compliance (m/N).
     pub soft_pins: Vec<(u32, Real)>,
+    /// The painted maps carried to the simulation mesh, when the garment has maps; their
+    /// attachments are already in `pinned` and `soft_pins`.
+    pub maps: Option<crate::paint::SimMaps>,
 }
 
 /// A garment's simulation proxy and the binding of its render mesh to it.
@@ -414,7 +417,13 @@ impl LoadedScene {
                     ));
                 }
             }
-            let (pinned, soft_pins) = resolve_pins(path, spec, &render, &welded, proxy.as_ref())?;
+            let (mut pinned, mut soft_pins) =
+                resolve_pins(path, spec, &render, &welded, proxy.as_ref())?;
+            let maps = painted_maps(path, spec, &render, &welded, proxy.as_ref())?;
+            if let (Some(settings), Some(m)) = (&spec.maps, &maps) {
+                let (hard, soft) = m.attachments(settings);
+                merge_attachments(&mut pinned, &mut soft_pins, hard, soft);
+            }
             let topology = Topology::new(proxy.as_ref().map_or(&welded.mesh, |p| &p.mesh));
             garments.push(LoadedGarment {
                 spec: spec.clone(),
@@ -425,6 +434,7 @@ impl LoadedScene {
                 topology,
                 pinned,
                 soft_pins,
+                maps,
             });
         }
         Ok(Self {
@@ -535,7 +545,10 @@ impl LoadedScene {
             let base = model.positions.len() as u32;
             offsets.push(base);
             let sim = g.sim_mesh();
-            let c = build_cloth(sim, &g.topology, &g.fabric);
+            let mut c = build_cloth(sim, &g.topology, &g.fabric);
+            if let Some(maps) = &g.maps {
+                maps.scale_constraints(&mut c);
+            }
             let n = sim.positions.len();
             model.positions.extend_from_slice(&sim.positions);
             model.mass_kg.extend_from_slice(&c.mass_kg);
@@ -610,6 +623,50 @@ impl LoadedScene {
 
 /// Soft attachments: welded vertex index and compliance (m/N).
 type SoftPins = Vec<(u32, Real)>;
+
+/// A garment's painted maps, read from their sidecar if need be, checked against its render
+/// mesh (length, finite, in range: errors name the garment) and carried to its simulation
+/// mesh; `None` for a garment without maps.
+fn painted_maps(
+    scene: &Path,
+    spec: &GarmentSpec,
+    render: &Mesh,
+    welded: &Welded,
+    proxy: Option<&GarmentProxy>,
+) -> Result<Option<crate::paint::SimMaps>, BakeError> {
+    use crate::paint::{RenderToSim, SimMaps};
+    let Some(maps) = &spec.maps else {
+        return Ok(None);
+    };
+    let err = |e: crate::paint::MapError| BakeError::Pins {
+        scene: scene.to_path_buf(),
+        garment: spec.name.clone(),
+        problem: e.to_string(),
+    };
+    let mut maps = maps.clone();
+    maps.load_sidecar(&spec.name, scene).map_err(err)?;
+    maps.validate(&spec.name, render.positions.len())
+        .map_err(err)?;
+    let to_sim = match proxy {
+        Some(p) => RenderToSim::Proxy(&p.binding),
+        None => RenderToSim::Welded(&welded.original_to_welded, welded.mesh.positions.len()),
+    };
+    SimMaps::transfer(&maps.values, to_sim, &spec.name)
+        .map(Some)
+        .map_err(err)
+}
+
+/// Adds the painted attachments to those of the pin specification: hard pins are the union;
+/// a vertex keeps its stiffest soft attachment, and none where it is hard-pinned.
+fn merge_attachments(pinned: &mut Vec<u32>, soft: &mut SoftPins, hard: Vec<u32>, more: SoftPins) {
+    pinned.extend(hard);
+    pinned.sort_unstable();
+    pinned.dedup();
+    soft.extend(more);
+    soft.retain(|(i, _)| pinned.binary_search(i).is_err());
+    soft.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)));
+    soft.dedup_by_key(|s| s.0);
+}
 
 /// Turns a garment's pin specification into welded vertex indices: the hard pins, and the soft
 /// attachments with their compliance (m/N).

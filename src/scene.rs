@@ -150,6 +150,10 @@ pub struct GarmentSpec {
     /// The simulation proxy: a simplified mesh the render mesh is bound to. `None` simulates
     /// the render mesh itself (after welding its seams).
     pub proxy: Option<ProxySpec>,
+    /// Painted per-vertex maps on the render mesh (attachment weights, compliance and mass
+    /// scales; see [`crate::paint`] and `docs/painting.md`). Large maps live in a sidecar file
+    /// beside the scene ([`Scene::save`], [`Scene::load`]).
+    pub maps: Option<crate::paint::GarmentMaps>,
 }
 
 /// How coarse a garment's simulation proxy is.
@@ -186,6 +190,7 @@ impl Default for GarmentSpec {
             weld_tolerance_m: 1.0e-5,
             pin_target: PinTarget::Auto,
             proxy: None,
+            maps: None,
         }
     }
 }
@@ -346,7 +351,26 @@ impl Scene {
             });
         }
         let text = std::fs::read_to_string(path).map_err(io)?;
-        Self::from_ron(&text, path)
+        let mut scene = Self::from_ron(&text, path)?;
+        scene.load_map_files(path)?;
+        Ok(scene)
+    }
+
+    /// Reads the painted maps that the scene keeps in sidecar files (paths relative to
+    /// `path`, the scene file); maps already in memory are left alone.
+    pub fn load_map_files(&mut self, path: &Path) -> Result<(), SceneError> {
+        for (i, g) in self.garments.iter_mut().enumerate() {
+            let name = g.name.clone();
+            if let Some(maps) = &mut g.maps {
+                maps.load_sidecar(&name, path)
+                    .map_err(|e| SceneError::Field {
+                        path: path.to_path_buf(),
+                        field: format!("garments[{i}].maps.file"),
+                        problem: e.to_string(),
+                    })?;
+            }
+        }
+        Ok(())
     }
 
     /// Serialises the scene as pretty RON.
@@ -357,13 +381,30 @@ impl Scene {
 
     /// Writes the scene atomically (a temporary file, then a rename).
     pub fn save(&self, path: &Path) -> Result<(), SceneError> {
-        let body = self.to_ron().map_err(|e| SceneError::Parse {
+        // Large painted maps go to a sidecar file beside the scene, written first.
+        let mut written = self.clone();
+        for (i, g) in written.garments.iter_mut().enumerate() {
+            let name = g.name.clone();
+            if let Some(maps) = &mut g.maps {
+                if maps.file.is_none() && maps.wants_sidecar() {
+                    let file = crate::paint::GarmentMaps::sidecar_name(path, i);
+                    *maps = maps
+                        .to_sidecar(&name, path, file)
+                        .map_err(|e| SceneError::Field {
+                            path: path.to_path_buf(),
+                            field: format!("garments[{i}].maps"),
+                            problem: e.to_string(),
+                        })?;
+                }
+            }
+        }
+        let body = written.to_ron().map_err(|e| SceneError::Parse {
             path: path.to_path_buf(),
             message: format!("cannot be written: {e}"),
         })?;
         let text = format!(
             "// Drape scene (format version {}). See docs/scene-format.md.\n{body}\n",
-            self.version
+            written.version
         );
         crate::io::atomic::write_atomic(path, text.as_bytes()).map_err(|source| SceneError::Io {
             path: path.to_path_buf(),
@@ -445,6 +486,10 @@ impl Scene {
                     format!("garments[{i}].weld_tolerance_m"),
                     "must be a finite distance of at least 0 m".into(),
                 ));
+            }
+            if let Some(maps) = &g.maps {
+                maps.validate_settings(&g.name)
+                    .map_err(|e| field(format!("garments[{i}].maps"), e.to_string()))?;
             }
             match g.proxy {
                 Some(ProxySpec::Vertices(n)) if !(3..=MAX_PROXY_VERTICES).contains(&n) => {

@@ -1,0 +1,222 @@
+//! Painted maps acting on the simulation (issue 7: "Pins act on the simulation", "Compliance
+//! scale acts on the simulation") and their storage in the scene.
+
+use std::path::{Path, PathBuf};
+
+use drape::bake::{bake, BakeOptions, LoadedScene};
+use drape::io::gltf_export::write_static_glb;
+use drape::math::{Real, Vec3};
+use drape::mesh::Mesh;
+use drape::paint::{GarmentMaps, MapKind, VertexMaps};
+use drape::scene::{GarmentSpec, PinTarget, Scene};
+use drape::shapes::grid_cloth;
+
+/// Writes `mesh` as `g.glb` in `dir` and returns a scene (file `dir/scene.ron`, not written)
+/// with that one garment and `maps`, no body.
+fn scene_with(dir: &Path, mesh: &Mesh, maps: VertexMaps) -> (Scene, PathBuf) {
+    write_static_glb(&dir.join("g.glb"), &[mesh]).unwrap();
+    let scene = Scene {
+        name: "paint".into(),
+        garments: vec![GarmentSpec {
+            name: "sheet".into(),
+            path: "g.glb".into(),
+            pin_target: PinTarget::World,
+            maps: Some(GarmentMaps {
+                values: maps,
+                ..GarmentMaps::default()
+            }),
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    (scene, dir.join("scene.ron"))
+}
+
+/// Bakes `frames` frames (frame 0 the rest state) and returns the render positions per frame.
+fn run(scene: Scene, path: &Path, frames: u32) -> Vec<Vec<Vec3>> {
+    let loaded = LoadedScene::from_scene(scene, path).unwrap();
+    bake(
+        &loaded,
+        &BakeOptions {
+            frames: Some(frames),
+            ..Default::default()
+        },
+    )
+    .unwrap()
+    .frames
+}
+
+/// The largest distance of the `band` vertices from their rest positions over all frames (m).
+fn band_drift(frames: &[Vec<Vec3>], band: &[usize]) -> Real {
+    frames
+        .iter()
+        .flat_map(|f| band.iter().map(move |&i| f[i].distance(frames[0][i])))
+        .fold(0.0, Real::max)
+}
+
+fn banded(mesh: &Mesh, weight: Real) -> (VertexMaps, Vec<usize>) {
+    let mut maps = VertexMaps::new(mesh.positions.len());
+    let band: Vec<usize> = (0..mesh.positions.len())
+        .filter(|&i| mesh.positions[i].z < -0.39)
+        .collect();
+    for &i in &band {
+        maps.get_mut(MapKind::Attachment)[i] = weight;
+    }
+    (maps, band)
+}
+
+#[test]
+fn a_band_of_weight_one_holds_its_vertices_and_weight_half_holds_softer() {
+    let tmp = tempfile::tempdir().unwrap();
+    // 1 m sheet, 11 × 11 vertices, level at 1 m: the band is the first two rows (z ≤ −0.4).
+    let mesh = grid_cloth(1.0, 11, 1.0);
+    let (maps, band) = banded(&mesh, 1.0);
+    assert_eq!(band.len(), 22);
+    let (scene, path) = scene_with(tmp.path(), &mesh, maps);
+    let frames = run(scene, &path, 49);
+    assert_eq!(frames.len(), 49);
+    let hard = band_drift(&frames, &band);
+    assert!(hard <= 1e-4, "weight 1 band drifted {hard} m");
+    // The rest of the sheet fell: the pins held it, the cloth was not stuck.
+    let far = (0..mesh.positions.len()).filter(|i| !band.contains(i));
+    let fall = far
+        .map(|i| frames[0][i].y - frames[48][i].y)
+        .fold(0.0, Real::max);
+    assert!(fall > 0.3, "the free part fell only {fall} m");
+
+    let (maps, band) = banded(&mesh, 0.5);
+    let (scene, path) = scene_with(tmp.path(), &mesh, maps);
+    let soft = band_drift(&run(scene, &path, 49), &band);
+    println!("band drift over 48 frames: weight 1 {hard:.3e} m, weight 0.5 {soft:.3e} m");
+    assert!(
+        soft > 1e-4 && soft > 10.0 * hard.max(1e-6),
+        "weight 0.5 drifted {soft} m, weight 1 {hard} m"
+    );
+    assert!(soft < 0.1, "weight 0.5 still holds: drift {soft} m");
+}
+
+#[test]
+fn a_region_painted_to_ten_times_stretch_compliance_stretches_more() {
+    let tmp = tempfile::tempdir().unwrap();
+    // Two 0.2 m × 1 m strips side by side, level at 1 m, each hanging from its z = −0.5 end.
+    let strip = |dx: Real| {
+        let mut m = grid_cloth(1.0, 11, 1.0);
+        for p in &mut m.positions {
+            p.x = p.x * 0.2 + dx;
+        }
+        m
+    };
+    let mut mesh = strip(-0.3);
+    mesh.append(&strip(0.3));
+    let (mut maps, _) = banded(&mesh, 1.0);
+    for (i, p) in mesh.positions.iter().enumerate() {
+        if p.x > 0.0 {
+            maps.get_mut(MapKind::StretchScale)[i] = 10.0;
+        }
+    }
+    let (mut scene, path) = scene_with(tmp.path(), &mesh, maps);
+    // Tethers would cap both strips at their rest length; measure the edges alone.
+    scene.solver.tether_slack = -1.0;
+    let frames = run(scene, &path, 49);
+    let mut edges: Vec<[u32; 2]> = mesh
+        .indices
+        .iter()
+        .flat_map(|t| [[t[0], t[1]], [t[1], t[2]], [t[2], t[0]]])
+        .map(|[a, b]| [a.min(b), a.max(b)])
+        .collect();
+    edges.sort_unstable();
+    edges.dedup();
+    let mean_stretch = |right: bool| -> Real {
+        let mut sum = 0.0;
+        let mut n = 0;
+        for f in &frames[24..] {
+            for &[a, b] in &edges {
+                let (a, b) = (a as usize, b as usize);
+                if (mesh.positions[a].x > 0.0) == right {
+                    let rest = mesh.positions[a].distance(mesh.positions[b]);
+                    sum += f[a].distance(f[b]) / rest - 1.0;
+                    n += 1;
+                }
+            }
+        }
+        sum / n as Real
+    };
+    let plain = mean_stretch(false);
+    let painted = mean_stretch(true);
+    println!(
+        "mean edge stretch, frames 24-48: unpainted {plain:.3e}, 10x compliance {painted:.3e}"
+    );
+    assert!(
+        painted > 2.0 * plain && painted > 0.0,
+        "painted strip stretched {painted}, unpainted {plain}"
+    );
+}
+
+#[test]
+fn maps_of_the_wrong_length_or_with_nan_are_errors_naming_the_garment() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mesh = grid_cloth(1.0, 5, 1.0);
+    let (scene, path) = scene_with(tmp.path(), &mesh, VertexMaps::new(7));
+    let e = LoadedScene::from_scene(scene, &path)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("sheet") && e.contains("7 values") && e.contains("25 vertices"),
+        "{e}"
+    );
+    let mut maps = VertexMaps::new(25);
+    maps.get_mut(MapKind::Attachment)[4] = Real::NAN;
+    let (scene, path) = scene_with(tmp.path(), &mesh, maps);
+    let e = LoadedScene::from_scene(scene, &path)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("sheet") && e.contains("non-finite") && e.contains("vertex 4"),
+        "{e}"
+    );
+    let (mut scene, path) = scene_with(tmp.path(), &mesh, VertexMaps::new(25));
+    if let Some(m) = &mut scene.garments[0].maps {
+        m.pin_threshold = 0.0;
+    }
+    let e = LoadedScene::from_scene(scene, &path)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("garments[0].maps") && e.contains("pin_threshold"),
+        "{e}"
+    );
+}
+
+#[test]
+fn maps_save_inline_when_small_and_in_a_sidecar_when_large() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (n, sidecar) in [(5u32, false), (60, true)] {
+        let mesh = grid_cloth(1.0, n, 1.0);
+        let mut maps = VertexMaps::new(mesh.positions.len());
+        for (i, v) in maps.get_mut(MapKind::StretchScale).iter_mut().enumerate() {
+            *v = 1.0 + (i as Real * 0.731).sin().abs();
+        }
+        for (i, v) in maps.get_mut(MapKind::Attachment).iter_mut().enumerate() {
+            *v = (i as Real * 0.117).cos().abs();
+        }
+        let (scene, path) = scene_with(tmp.path(), &mesh, maps);
+        scene.save(&path).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let file = tmp.path().join("scene.0.drapemaps");
+        assert_eq!(
+            file.exists(),
+            sidecar,
+            "{n}×{n}: {} bytes of RON",
+            text.len()
+        );
+        assert!(text.len() < 20_000, "{} bytes of RON", text.len());
+        let back = Scene::load(&path).unwrap();
+        assert_eq!(back, scene, "{n}×{n} maps come back bit for bit");
+        assert!(back.garments[0].maps.as_ref().unwrap().file.is_none());
+        LoadedScene::from_scene(back, &path).unwrap();
+        let _ = std::fs::remove_file(&file);
+    }
+    // A scene written before maps existed loads with none.
+    let old = Scene::from_ron("(garments: [(path: \"g.glb\")])", Path::new("old.ron")).unwrap();
+    assert_eq!(old.garments[0].maps, None);
+}
