@@ -220,3 +220,70 @@ fn maps_save_inline_when_small_and_in_a_sidecar_when_large() {
     let old = Scene::from_ron("(garments: [(path: \"g.glb\")])", Path::new("old.ron")).unwrap();
     assert_eq!(old.garments[0].maps, None);
 }
+
+mod common;
+
+#[test]
+fn maps_round_trip_through_gltf_attributes_and_the_export_passes_the_validator() {
+    use drape::io::gltf_export::{scale_to_colour, write_painted_glb, PaintedMesh};
+    use drape::io::gltf_import::{load_mesh, load_mesh_with_maps};
+    let tmp = tempfile::tempdir().unwrap();
+    let mesh = grid_cloth(1.0, 9, 1.0);
+    let mut maps = VertexMaps::new(mesh.positions.len());
+    for (i, v) in maps.get_mut(MapKind::Attachment).iter_mut().enumerate() {
+        *v = (i as Real * 0.37).sin().abs();
+    }
+    maps.get_mut(MapKind::StretchScale)[3] = 10.0;
+    maps.get_mut(MapKind::BendScale)[7] = 0.001;
+    maps.get_mut(MapKind::MassScale)[8] = 2.5;
+    let mut plain = grid_cloth(0.5, 3, 0.0);
+    plain.name = "plain".into();
+    let path = tmp.path().join("painted.glb");
+    write_painted_glb(
+        &path,
+        &[
+            PaintedMesh {
+                mesh: &mesh,
+                maps: Some(&maps),
+            },
+            PaintedMesh {
+                mesh: &plain,
+                maps: None,
+            },
+        ],
+    )
+    .unwrap();
+    let (back, back_maps) = load_mesh_with_maps(&path, Some(&mesh.name)).unwrap();
+    assert_eq!(back.positions, mesh.positions);
+    let back_maps = back_maps.expect("the maps come back");
+    for kind in MapKind::ALL {
+        let a: Vec<u32> = maps.get(kind).iter().map(|v| v.to_bits()).collect();
+        let b: Vec<u32> = back_maps.get(kind).iter().map(|v| v.to_bits()).collect();
+        assert_eq!(a, b, "{kind:?}");
+    }
+    assert_eq!(load_mesh_with_maps(&path, Some("plain")).unwrap().1, None);
+    assert_eq!(load_mesh(&path, Some(&mesh.name)).unwrap(), back);
+    assert_eq!(scale_to_colour(1.0), 0.5);
+    assert_eq!(scale_to_colour(1000.0), 1.0);
+    assert_eq!(scale_to_colour(0.0), 0.0);
+    let report = common::validate_gltf(&path);
+    println!(
+        "validator: {} errors, {} warnings, {} infos: {:?}",
+        report.errors, report.warnings, report.infos, report.messages
+    );
+    assert_eq!(report.errors, 0, "{:?}", report.messages);
+    // A map of the wrong length is an error naming the mesh, and no file is written.
+    let short = VertexMaps::new(3);
+    let bad = tmp.path().join("bad.glb");
+    let e = write_painted_glb(
+        &bad,
+        &[PaintedMesh {
+            mesh: &mesh,
+            maps: Some(&short),
+        }],
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains(&mesh.name) && e.contains("bad.glb"), "{e}");
+    assert!(!bad.exists());
+}

@@ -40,6 +40,7 @@ use crate::body::{Pose, Rig};
 use crate::io::atomic::write_atomic_with;
 use crate::math::{Vec2, Vec3};
 use crate::mesh::{Mesh, MeshError};
+use crate::paint::{MapKind, VertexMaps};
 
 pub mod body;
 
@@ -155,6 +156,15 @@ pub enum GltfExportError {
         /// Nodes of the rig.
         expected: usize,
     },
+    /// A painted map cannot be written (wrong length, non-finite or out-of-range values).
+    #[error("{}: {source}", path.display())]
+    Maps {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with the map; it names the mesh.
+        #[source]
+        source: crate::paint::MapError,
+    },
     /// The JSON chunk could not be serialised.
     #[error("{}: cannot encode the glTF JSON: {source}", path.display())]
     Json {
@@ -216,6 +226,87 @@ pub fn write_static_glb(path: &Path, meshes: &[&Mesh]) -> Result<(), GltfExportE
     for (i, m) in meshes.iter().enumerate() {
         let normals = unit_normals(m);
         let primitive = b.static_primitive(m, &normals);
+        gl_meshes.push(named(json!({ "primitives": [primitive] }), &m.name));
+        nodes.push(named(json!({ "mesh": i }), &m.name));
+    }
+    let scene_nodes = (0..nodes.len()).collect();
+    let root = b.root(Document {
+        nodes,
+        scene_nodes,
+        meshes: gl_meshes,
+        skins: Vec::new(),
+        animation: None,
+    });
+    b.write(path, &root)
+}
+
+/// A mesh with its painted maps, for [`write_painted_glb`].
+#[derive(Clone, Copy, Debug)]
+pub struct PaintedMesh<'a> {
+    /// The mesh (m).
+    pub mesh: &'a Mesh,
+    /// Its maps, one value per vertex in each, if it has any.
+    pub maps: Option<&'a VertexMaps>,
+}
+
+/// A compliance or mass scale as a colour channel in `[0, 1]`: `0.5 + log₁₀(s)/6`, clamped, so
+/// 1 (unpainted) is 0.5, 1000 is 1 and 0.001 (or 0) is 0.
+pub fn scale_to_colour(s: f32) -> f32 {
+    if s > 0.0 {
+        (0.5 + s.log10() / 6.0).clamp(0.0, 1.0)
+    } else {
+        0.0
+    }
+}
+
+/// [`write_static_glb`] with painted maps: each painted mesh also gets the FLOAT SCALAR vertex
+/// attributes `_DRAPE_PIN`, `_DRAPE_STRETCH_SCALE`, `_DRAPE_BEND_SCALE` and `_DRAPE_MASS_SCALE`
+/// (exact values, read back by [`crate::io::gltf_import::load_mesh_with_maps`]) and a
+/// `COLOR_0` (FLOAT VEC3) for other tools: red the attachment weight, green and blue the
+/// stretch and bend scales through [`scale_to_colour`].
+pub fn write_painted_glb(path: &Path, meshes: &[PaintedMesh]) -> Result<(), GltfExportError> {
+    if meshes.is_empty() {
+        return Err(GltfExportError::NoMeshes {
+            path: path.to_path_buf(),
+        });
+    }
+    let mut estimate = 0u64;
+    for pm in meshes {
+        check_mesh(path, pm.mesh)?;
+        if let Some(maps) = pm.maps {
+            maps.validate(&pm.mesh.name, pm.mesh.vertex_count())
+                .map_err(|source| GltfExportError::Maps {
+                    path: path.to_path_buf(),
+                    source,
+                })?;
+        }
+        estimate =
+            estimate.saturating_add(static_bytes(pm.mesh) + pm.mesh.vertex_count() as u64 * 28);
+    }
+    check_size(path, estimate)?;
+    let mut b = Builder::with_capacity(estimate);
+    let mut nodes = Vec::new();
+    let mut gl_meshes = Vec::new();
+    for (i, pm) in meshes.iter().enumerate() {
+        let m = pm.mesh;
+        let normals = unit_normals(m);
+        let mut primitive = b.static_primitive(m, &normals);
+        if let Some(maps) = pm.maps {
+            for kind in MapKind::ALL {
+                let acc = b.floats(maps.get(kind), 1, "SCALAR", Some(ARRAY_BUFFER));
+                primitive["attributes"][kind.gltf_attribute()] = json!(acc);
+            }
+            let (w, s, k) = (
+                maps.get(MapKind::Attachment),
+                maps.get(MapKind::StretchScale),
+                maps.get(MapKind::BendScale),
+            );
+            let rgb: Vec<f32> = (0..m.vertex_count())
+                .flat_map(|v| [w[v], scale_to_colour(s[v]), scale_to_colour(k[v])])
+                .collect();
+            primitive["attributes"]["COLOR_0"] =
+                json!(b.floats(&rgb, 3, "VEC3", Some(ARRAY_BUFFER)));
+        }
         gl_meshes.push(named(json!({ "primitives": [primitive] }), &m.name));
         nodes.push(named(json!({ "mesh": i }), &m.name));
     }

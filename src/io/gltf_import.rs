@@ -27,6 +27,7 @@ use gltf::Semantic;
 use crate::io::gltf_common::{self, Affine, GltfFile};
 use crate::math::{Vec2, Vec3};
 use crate::mesh::{Mesh, MeshError};
+use crate::paint::{MapKind, VertexMaps};
 
 /// Problems reading meshes from a glTF file; every variant names the file.
 #[derive(Debug, thiserror::Error)]
@@ -114,7 +115,7 @@ pub fn load_meshes(path: &Path) -> Result<Vec<Mesh>, GltfImportError> {
     let mut out = Vec::new();
     for inst in instances {
         match inst.built? {
-            Built::Triangles(m) => out.push(m),
+            Built::Triangles(m, _) => out.push(m),
             Built::NonTriangle(_) => {}
         }
     }
@@ -130,6 +131,18 @@ pub fn load_meshes(path: &Path) -> Result<Vec<Mesh>, GltfImportError> {
 ///
 /// With several instances of the same name, the first (in scene order) is returned.
 pub fn load_mesh(path: &Path, name: Option<&str>) -> Result<Mesh, GltfImportError> {
+    load_mesh_with_maps(path, name).map(|(m, _)| m)
+}
+
+/// [`load_mesh`], with the painted maps stored in the mesh's `_DRAPE_PIN`,
+/// `_DRAPE_STRETCH_SCALE`, `_DRAPE_BEND_SCALE` and `_DRAPE_MASS_SCALE` attributes (FLOAT
+/// SCALAR, see [`crate::paint::MapKind::gltf_attribute`]); `None` when no primitive has any
+/// of them. A map missing from some primitives takes its unpainted value there. The values are
+/// not validated: see [`crate::paint::VertexMaps::validate`].
+pub fn load_mesh_with_maps(
+    path: &Path,
+    name: Option<&str>,
+) -> Result<(Mesh, Option<VertexMaps>), GltfImportError> {
     let instances = read_instances(path)?;
     let (candidates, others): (Vec<Instance>, Vec<Instance>) = instances
         .into_iter()
@@ -182,7 +195,7 @@ pub fn load_mesh(path: &Path, name: Option<&str>) -> Result<Mesh, GltfImportErro
         }
     };
     match chosen.built? {
-        Built::Triangles(m) => Ok(m),
+        Built::Triangles(m, maps) => Ok((m, maps)),
         Built::NonTriangle(mode) => Err(GltfImportError::UnsupportedMode {
             path: path.to_path_buf(),
             mesh: chosen.name,
@@ -198,8 +211,8 @@ struct Instance {
 }
 
 enum Built {
-    /// A validated triangle mesh in world space.
-    Triangles(Mesh),
+    /// A validated triangle mesh in world space, and its painted maps if it has any.
+    Triangles(Mesh, Option<VertexMaps>),
     /// A mesh with no triangle primitives; the mode of its first primitive, e.g. `LINES`.
     NonTriangle(String),
 }
@@ -282,6 +295,8 @@ struct Part {
     normals: Option<Vec<Vec3>>,
     uvs: Option<Vec<Vec2>>,
     triangles: Vec<[u32; 3]>,
+    /// The painted maps found, in [`MapKind::ALL`] order.
+    maps: [Option<Vec<f32>>; 4],
 }
 
 /// Reads, transforms and merges the triangle primitives of one mesh instance.
@@ -342,6 +357,21 @@ fn build(
                 )));
             }
         }
+        let mut maps: [Option<Vec<f32>>; 4] = Default::default();
+        for (slot, kind) in maps.iter_mut().zip(MapKind::ALL) {
+            let attr = kind.gltf_attribute();
+            let semantic = Semantic::Extras(attr.trim_start_matches('_').to_string());
+            if let Some(acc) = prim.get(&semantic) {
+                let (values, width) = gltf_common::read_f32(&acc, buffers).map_err(&malformed)?;
+                if width != 1 || values.len() != n {
+                    return Err(malformed(format!(
+                        "primitive {p}: {attr} must be one SCALAR per vertex ({n}), not {} values of {width} components",
+                        values.len() / width.max(1)
+                    )));
+                }
+                *slot = Some(values);
+            }
+        }
         let indices: Vec<u32> = match prim.indices() {
             Some(acc) => gltf_common::read_indices(&acc, buffers).map_err(&malformed)?,
             None => {
@@ -386,6 +416,7 @@ fn build(
             normals,
             uvs,
             triangles,
+            maps,
         });
     }
     if parts.is_empty() {
@@ -393,6 +424,7 @@ fn build(
             return Ok(Built::NonTriangle(mode_name(mode).to_string()));
         }
     }
+    let maps = merge_maps(&parts);
     let merged = merge(name, parts).map_err(malformed)?;
     merged
         .validate()
@@ -400,7 +432,28 @@ fn build(
             path: path.to_path_buf(),
             source,
         })?;
-    Ok(Built::Triangles(merged))
+    Ok(Built::Triangles(merged, maps))
+}
+
+/// The painted maps of merged primitives (in the order [`merge`] appends them); `None` when
+/// no primitive has any.
+fn merge_maps(parts: &[Part]) -> Option<VertexMaps> {
+    if parts.iter().all(|p| p.maps.iter().all(Option::is_none)) {
+        return None;
+    }
+    let total = parts.iter().map(|p| p.positions.len()).sum();
+    let mut out = VertexMaps::new(total);
+    let mut base = 0;
+    for part in parts {
+        let n = part.positions.len();
+        for (kind, values) in MapKind::ALL.into_iter().zip(&part.maps) {
+            if let Some(values) = values {
+                out.get_mut(kind)[base..base + n].copy_from_slice(values);
+            }
+        }
+        base += n;
+    }
+    Some(out)
 }
 
 /// Merges primitives into one mesh. Normals are kept if any primitive has them (the others get
