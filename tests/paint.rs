@@ -287,3 +287,37 @@ fn maps_round_trip_through_gltf_attributes_and_the_export_passes_the_validator()
     assert!(e.contains(&mesh.name) && e.contains("bad.glb"), "{e}");
     assert!(!bad.exists());
 }
+
+#[test]
+fn painted_weights_carry_through_a_proxy_binding() {
+    use drape::scene::ProxySpec;
+    let tmp = tempfile::tempdir().unwrap();
+    let mesh = grid_cloth(1.0, 21, 1.0);
+    let (maps, band) = banded(&mesh, 1.0);
+    let (mut scene, path) = scene_with(tmp.path(), &mesh, maps);
+    scene.garments[0].proxy = Some(ProxySpec::Vertices(120));
+    let loaded = LoadedScene::from_scene(scene.clone(), &path).unwrap();
+    let g = &loaded.garments[0];
+    let proxy = g.proxy.as_ref().expect("a proxy");
+    assert!(proxy.mesh.positions.len() < mesh.positions.len());
+    let sim = g.maps.as_ref().expect("maps on the proxy");
+    assert_eq!(sim.values.len(), proxy.mesh.positions.len());
+    assert!(!g.pinned.is_empty(), "the band pins proxy vertices");
+    // Every hard pin lies in (or within one proxy edge of) the painted band.
+    for &i in &g.pinned {
+        let z = proxy.mesh.positions[i as usize].z;
+        assert!(z < -0.2, "proxy vertex {i} at z = {z} pinned");
+    }
+    let frames = run(scene, &path, 25);
+    let top: Vec<usize> = band
+        .iter()
+        .copied()
+        .filter(|&i| mesh.positions[i].z < -0.49)
+        .collect();
+    let drift = band_drift(&frames, &top);
+    let fall = (0..mesh.positions.len())
+        .map(|i| frames[0][i].y - frames[24][i].y)
+        .fold(0.0, Real::max);
+    println!("proxy: top row drift {drift:.3e} m, largest fall {fall:.3} m");
+    assert!(fall > 0.2 && drift <= 1e-4, "drift {drift} m, fall {fall} m");
+}
