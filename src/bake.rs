@@ -570,6 +570,10 @@ impl LoadedScene {
                 b.particles = b.particles.map(|i| i + base);
                 b
             }));
+            model
+                .triangles
+                .extend(sim.indices.iter().map(|t| t.map(|i| i + base)));
+            model.layer.extend(std::iter::repeat_n(g.spec.layer, n));
             if self.scene.solver.tether_slack >= 0.0 {
                 let tethers =
                     build_tethers(sim, &g.topology, &g.pinned, self.scene.solver.tether_slack);

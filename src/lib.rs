@@ -28,6 +28,7 @@ pub mod paint;
 pub mod preset;
 pub mod proxy;
 pub mod scene;
+pub mod self_collision;
 pub mod shapes;
 pub mod sim;
 pub mod stats;

@@ -154,6 +154,10 @@ pub struct GarmentSpec {
     /// scales; see [`crate::paint`] and `docs/painting.md`). Large maps live in a sidecar file
     /// beside the scene ([`Scene::save`], [`Scene::load`]).
     pub maps: Option<crate::paint::GarmentMaps>,
+    /// Collision layer, when the solver's `self_collision` is on: where two garments touch, the
+    /// one with the lower layer (worn underneath) does not yield and the other one drapes over
+    /// it. Garments of the same layer push each other equally. 0 by default.
+    pub layer: i32,
 }
 
 /// How coarse a garment's simulation proxy is.
@@ -191,6 +195,7 @@ impl Default for GarmentSpec {
             pin_target: PinTarget::Auto,
             proxy: None,
             maps: None,
+            layer: 0,
         }
     }
 }

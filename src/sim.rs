@@ -53,6 +53,7 @@ use crate::constraints::{
     solve_tether, Attachment, Bend, Distance, Outcome, Shear, Tether,
 };
 use crate::math::{Real, Vec3};
+use crate::self_collision::SelfCollision;
 
 /// Most substeps per frame.
 pub const MAX_SUBSTEPS: u32 = 1000;
@@ -90,6 +91,11 @@ pub struct SolverSettings {
     /// On a retry after a failure, particle speeds are limited to this (m/s) and non-finite
     /// velocities are zeroed, so that one bad velocity cannot fail every retry.
     pub max_speed_m_per_s: Real,
+    /// Cloth–cloth collision: each garment against itself and against the other garments
+    /// (vertex–triangle and edge–edge contacts, see [`crate::self_collision`]). Off by default.
+    pub self_collision: bool,
+    /// Distance kept between two layers of cloth when [`Self::self_collision`] is on (m).
+    pub self_collision_thickness_m: Real,
 }
 
 impl Default for SolverSettings {
@@ -105,6 +111,8 @@ impl Default for SolverSettings {
             tether_slack: 0.0,
             failure_penetration_m: 0.02,
             max_speed_m_per_s: 50.0,
+            self_collision: false,
+            self_collision_thickness_m: 0.004,
         }
     }
 }
@@ -216,6 +224,10 @@ impl SolverSettings {
         for (field, v) in [
             ("failure_penetration_m", self.failure_penetration_m),
             ("max_speed_m_per_s", self.max_speed_m_per_s),
+            (
+                "self_collision_thickness_m",
+                self.self_collision_thickness_m,
+            ),
         ] {
             if !v.is_finite() || v <= 0.0 {
                 return bad(
@@ -323,6 +335,12 @@ pub struct ClothModel {
     /// Pins and soft attachments whose targets are bound to the body surface; their targets
     /// follow the body at every substep.
     pub body_bindings: Vec<BodyBinding>,
+    /// The cloth triangles (particle indices) that collide with each other when
+    /// [`SolverSettings::self_collision`] is on: every garment's simulation mesh.
+    pub triangles: Vec<[u32; 3]>,
+    /// Collision layer of each particle's garment (empty: all 0). In a contact between two
+    /// garments the one with the lower layer (the inner one) does not yield.
+    pub layer: Vec<i32>,
 }
 
 impl ClothModel {
@@ -407,6 +425,10 @@ pub struct FrameReport {
     pub max_residual_m: Real,
     /// Contacts with the body in the last substep.
     pub contacts: usize,
+    /// Cloth–cloth contact candidates in the last substep (0 with self-collision off).
+    pub self_contacts: usize,
+    /// Of these, the contacts that pushed (accumulated `λ > 0`) in the last substep.
+    pub self_contacts_active: usize,
     /// Why substeps were rolled back, one line per rollback.
     pub rollback_reasons: Vec<String>,
 }
@@ -435,6 +457,8 @@ pub struct Solver {
     contacts: Vec<Contact>,
     lambda_contact: Vec<Real>,
     proximity: ProximityCache,
+    /// Cloth–cloth collision, when [`SolverSettings::self_collision`] is on.
+    self_collision: Option<SelfCollision>,
     checkpoint: Particles,
     /// Twice the rest area of each shear triangle (m²), for the inversion check.
     rest_area2: Vec<Real>,
@@ -479,6 +503,11 @@ impl SubstepFailure {
         }
     }
 }
+
+/// The cloth–cloth search reaches beyond the thickness by the contact margin, at most this
+/// fraction of the self-collision thickness: on a fine mesh a wide reach brings every vertex
+/// near dozens of triangles that can never touch it, each a narrow-phase test per substep.
+const SELF_MARGIN_FRACTION: Real = 0.5;
 
 /// Fastest speed at which the artist's drag point follows the mouse (m/s).
 pub const DRAG_SPEED_M_PER_S: Real = 2.0;
@@ -561,6 +590,14 @@ impl Solver {
             "pin",
             &mut model.pins.iter().enumerate().map(|(i, c)| (i, c.particle)),
         )?;
+        check(
+            "triangle",
+            &mut model
+                .triangles
+                .iter()
+                .enumerate()
+                .flat_map(|(i, t)| t.map(|p| (i, p))),
+        )?;
         for (index, b) in model.body_bindings.iter().enumerate() {
             let (kind, slot, count) = match b.target {
                 Anchored::Pin(k) => ("pin binding", k, model.pins.len()),
@@ -593,6 +630,14 @@ impl Solver {
             ("mass_kg", model.mass_kg.len()),
             ("damping_per_s", model.damping_per_s.len()),
             ("friction", model.friction.len()),
+            (
+                "layer",
+                if model.layer.is_empty() {
+                    n
+                } else {
+                    model.layer.len()
+                },
+            ),
         ] {
             if len != n {
                 return Err(SimError::Setting {
@@ -649,7 +694,19 @@ impl Solver {
                 (b - a).cross(d - a).length()
             })
             .collect();
+        let self_collision = (settings.self_collision && !model.triangles.is_empty()).then(|| {
+            SelfCollision::new(
+                &model.triangles,
+                &model.layer,
+                &model.positions,
+                settings.self_collision_thickness_m,
+                settings
+                    .contact_margin_m
+                    .min(SELF_MARGIN_FRACTION * settings.self_collision_thickness_m),
+            )
+        });
         Ok(Self {
+            self_collision,
             rest_area2,
             motion: None,
             body_positions: Vec::new(),
@@ -858,6 +915,10 @@ impl Solver {
             self.substep_with_retry(h, 0, &mut report)?;
         }
         report.contacts = self.contacts.len();
+        if let Some(sc) = &self.self_collision {
+            report.self_contacts = sc.contacts().len();
+            report.self_contacts_active = sc.active_contacts();
+        }
         Ok(report)
     }
 
@@ -953,6 +1014,7 @@ impl Solver {
             contacts,
             lambda_contact,
             proximity,
+            self_collision,
             drag,
             drag_point,
             lambda_drag,
@@ -1005,6 +1067,9 @@ impl Solver {
                 proximity,
                 contacts,
             );
+        }
+        if let Some(sc) = self_collision.as_mut() {
+            sc.find_contacts(&p.x_prev, &p.x, &p.inv_mass, &model.positions);
         }
         times.contacts += t.elapsed();
 
@@ -1141,6 +1206,9 @@ impl Solver {
                         _ => x[i] += d,
                     }
                 }
+            }
+            if let Some(sc) = self_collision.as_mut() {
+                sc.project(x, w, reverse);
             }
         }
         times.project += t.elapsed();

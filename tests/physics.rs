@@ -48,6 +48,7 @@ fn hanging_cloth(substeps: u32, frames: u32) -> (Real, Real) {
             })
             .collect(),
         body_bindings: Vec::new(),
+        ..Default::default()
     };
     let mut solver = Solver::new(settings, model, None).unwrap();
     for _ in 0..frames {
@@ -231,6 +232,7 @@ fn hanging_strip_stretch(substeps: u32, frames: u32, tether_slack: Real) -> Real
             })
             .collect(),
         body_bindings: Vec::new(),
+        ..Default::default()
     };
     let mut solver = Solver::new(settings, model, None).unwrap();
     for _ in 0..frames {
