@@ -145,6 +145,35 @@ pub struct GarmentProxy {
 }
 
 impl LoadedGarment {
+    /// Recomputes the pins and the painted maps from `self.spec` (after an edit of its `pins`
+    /// or `maps`) without reading any file or rebuilding the proxy, so painting applies to a
+    /// running simulation when its model is rebuilt; `scene` is the scene file, for errors and
+    /// sidecar maps.
+    pub fn repaint(&mut self, scene: &Path) -> Result<(), BakeError> {
+        let (mut pinned, mut soft_pins) = resolve_pins(
+            scene,
+            &self.spec,
+            &self.render,
+            &self.welded,
+            self.proxy.as_ref(),
+        )?;
+        let maps = painted_maps(
+            scene,
+            &self.spec,
+            &self.render,
+            &self.welded,
+            self.proxy.as_ref(),
+        )?;
+        if let (Some(settings), Some(m)) = (&self.spec.maps, &maps) {
+            let (hard, soft) = m.attachments(settings);
+            merge_attachments(&mut pinned, &mut soft_pins, hard, soft);
+        }
+        self.pinned = pinned;
+        self.soft_pins = soft_pins;
+        self.maps = maps;
+        Ok(())
+    }
+
     /// The simulated mesh: the proxy, or the welded render mesh.
     pub fn sim_mesh(&self) -> &Mesh {
         self.proxy.as_ref().map_or(&self.welded.mesh, |p| &p.mesh)

@@ -319,5 +319,38 @@ fn painted_weights_carry_through_a_proxy_binding() {
         .map(|i| frames[0][i].y - frames[24][i].y)
         .fold(0.0, Real::max);
     println!("proxy: top row drift {drift:.3e} m, largest fall {fall:.3} m");
-    assert!(fall > 0.2 && drift <= 1e-4, "drift {drift} m, fall {fall} m");
+    assert!(
+        fall > 0.2 && drift <= 1e-4,
+        "drift {drift} m, fall {fall} m"
+    );
+}
+
+#[test]
+fn repainting_a_loaded_garment_updates_its_pins_without_reloading() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mesh = grid_cloth(1.0, 11, 1.0);
+    let (scene, path) = scene_with(tmp.path(), &mesh, VertexMaps::new(mesh.positions.len()));
+    let mut loaded = LoadedScene::from_scene(scene, &path).unwrap();
+    let g = &mut loaded.garments[0];
+    assert!(g.pinned.is_empty() && g.soft_pins.is_empty());
+    let (maps, band) = banded(&mesh, 1.0);
+    g.spec.maps.as_mut().unwrap().values = maps;
+    g.spec
+        .maps
+        .as_mut()
+        .unwrap()
+        .values
+        .get_mut(MapKind::Attachment)[60] = 0.5;
+    g.repaint(&path).unwrap();
+    assert_eq!(g.pinned.len(), band.len());
+    assert_eq!(g.soft_pins.len(), 1);
+    // The rebuilt model has the pins and the soft attachment.
+    let (model, _) = loaded.build_model(None);
+    assert_eq!(model.pins.len(), band.len());
+    assert_eq!(model.attach.len(), 1);
+    // A bad map is an error, and names the garment.
+    let g = &mut loaded.garments[0];
+    g.spec.maps.as_mut().unwrap().values = VertexMaps::new(2);
+    let e = g.repaint(&path).unwrap_err().to_string();
+    assert!(e.contains("sheet"), "{e}");
 }

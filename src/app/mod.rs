@@ -1224,11 +1224,14 @@ fn needs_reload(old: &Scene, new: &Scene) -> bool {
         b.fabric = a.fabric.clone();
         b.fabric_override = a.fabric_override.clone();
         b.name = a.name.clone();
+        // Painted maps apply without re-reading files: see `patch`.
+        b.maps = a.maps.clone();
         &b != a
     })
 }
 
-/// `loaded` with the values of `scene` that need no file reading: fabrics, solver, timeline.
+/// `loaded` with the values of `scene` that need no file reading: fabrics, solver, timeline
+/// and painted maps.
 fn patch(loaded: &LoadedScene, scene: &Scene) -> Result<LoadedScene, crate::bake::BakeError> {
     let mut out = loaded.clone();
     for (i, (g, spec)) in out.garments.iter_mut().zip(&scene.garments).enumerate() {
@@ -1239,7 +1242,11 @@ fn patch(loaded: &LoadedScene, scene: &Scene) -> Result<LoadedScene, crate::bake
                 field: format!("garments[{i}].fabric"),
                 problem: e.to_string(),
             })?;
+        let repaint = g.spec.maps != spec.maps;
         g.spec = spec.clone();
+        if repaint {
+            g.repaint(&loaded.path)?;
+        }
     }
     scene.validate(&loaded.path)?;
     out.scene = scene.clone();
