@@ -68,9 +68,10 @@
 //!
 //! A spatial hash with cells of the mean rest edge length (at least twice the reach) was
 //! measured against parry3d's BVH ([`parry3d::partitioning::Bvh`], binned build) over the same
-//! boxes, in `benches/self_collision.rs`; the hash grid is faster (figures in
-//! `docs/benchmarks.md`), has no tree to rebuild when a cloth folds over, and reuses its
-//! buffers, so it is the one used.
+//! boxes, in `benches/self_collision.rs`: on the standard scene (64 × 64 cloth on a sphere,
+//! 7,938 triangles, 4,096 vertex queries) the hash grid takes 2.97 ms per substep and the BVH
+//! (build + queries) 4.11 ms (`docs/benchmarks.md`). The hash grid is faster, has no tree to
+//! rebuild or refit when a cloth folds over, and reuses its buffers, so it is the one used.
 
 use crate::constraints::Outcome;
 use crate::math::{Real, Vec3};
