@@ -544,3 +544,56 @@ fn the_outliner_hides_and_shows_a_garment() {
     h.run_steps(2);
     assert_eq!(h.state().garment_triangles(), triangles);
 }
+
+#[test]
+fn paint_mode_paints_attachment_with_a_stroke_and_undo_removes_it() {
+    use drape::paint::MapKind;
+    let mut h = harness(None);
+    loaded(&mut h);
+    h.step();
+    h.get_by_label("Paint attachment").click();
+    h.step();
+    assert!(h.state().paint.is_some(), "paint mode is on");
+    let app = h.state();
+    let rect = app.viewport_rect.expect("the viewport was laid out");
+    let camera = app.camera();
+    let size = [rect.width(), rect.height()];
+    let render = &app.loaded.as_ref().unwrap().garments[0].render;
+    // The render vertex nearest the camera: the brush's ray hits the garment there.
+    let eye = camera.eye();
+    let p = render
+        .positions
+        .iter()
+        .min_by(|a, b| (**a - eye).length().total_cmp(&(**b - eye).length()))
+        .copied()
+        .unwrap();
+    let s = camera.project(p, size).unwrap();
+    let at = rect.min + eframe::egui::vec2(s[0], s[1]);
+    let before = h.state().doc.scene.garments[0].maps.clone();
+    assert!(before.is_none());
+    h.drag_at(at);
+    h.step();
+    for k in 1..=6 {
+        h.hover_at(at + eframe::egui::vec2(4.0 * k as f32, 0.0));
+        h.step();
+    }
+    h.drop_at(at + eframe::egui::vec2(28.0, 0.0));
+    h.step();
+    h.step();
+    let maps = h.state().doc.scene.garments[0]
+        .maps
+        .clone()
+        .expect("the stroke stored maps in the scene");
+    let painted = maps
+        .values
+        .get(MapKind::Attachment)
+        .iter()
+        .filter(|&&w| w > 0.0)
+        .count();
+    assert!(painted > 0, "the stroke painted attachment weights");
+    assert!(h.state().errors.is_empty(), "{:?}", h.state().errors);
+    // One stroke is one undo step.
+    h.state_mut().undo();
+    h.step();
+    assert_eq!(h.state().doc.scene.garments[0].maps, None);
+}

@@ -6,6 +6,7 @@
 
 pub mod camera;
 pub mod document;
+pub mod paint_mode;
 mod panels;
 pub mod viewport;
 pub mod worker;
@@ -159,6 +160,8 @@ pub struct DrapeApp {
     pub pending: Option<Pending>,
     /// Where the 3D viewport was last laid out (points).
     pub viewport_rect: Option<egui::Rect>,
+    /// Paint mode, when it is on.
+    pub paint: Option<paint_mode::PaintMode>,
     /// Set once the window may close.
     allow_close: bool,
     worker: Worker,
@@ -220,6 +223,7 @@ impl DrapeApp {
             solver_stretch_compliance_m_per_n: None,
             pending: None,
             viewport_rect: None,
+            paint: None,
             allow_close: false,
             worker,
             draw: Arc::new(Mutex::new(SceneDraw {

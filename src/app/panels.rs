@@ -395,6 +395,10 @@ fn timeline(app: &mut DrapeApp, ui: &mut egui::Ui) {
         if ui.add_enabled(idle, egui::Button::new("Step")).clicked() {
             app.step();
         }
+        let mut paint = app.paint.is_some();
+        if ui.toggle_value(&mut paint, "Paint attachment").changed() {
+            app.set_paint_mode(paint);
+        }
         ui.separator();
         let frames = app.timeline_frames();
         let baked = app.baked.as_ref().map_or(0, |b| b.frames.len());
@@ -464,7 +468,8 @@ fn viewport(app: &mut DrapeApp, ui: &mut egui::Ui) {
     let local = |p: egui::Pos2| [p.x - rect.left(), p.y - rect.top()];
     let mut camera = app.camera();
     let shift = ui.input(|i| i.modifiers.shift);
-    if response.drag_started_by(egui::PointerButton::Primary) && !shift {
+    let painting = app.paint.is_some() && !shift;
+    if response.drag_started_by(egui::PointerButton::Primary) && !shift && !painting {
         // Pick where the button went down: the drag starts only once the pointer has moved.
         let origin = ui.input(|i| i.pointer.press_origin());
         if let (Some(p), Some(loaded)) = (origin, &app.loaded) {
@@ -482,7 +487,16 @@ fn viewport(app: &mut DrapeApp, ui: &mut egui::Ui) {
             }
         }
     }
-    if let Some((v, particle)) = app.grab {
+    if painting {
+        if response.dragged_by(egui::PointerButton::Primary) {
+            if let Some(p) = response.interact_pointer_pos() {
+                app.paint_at(&camera, local(p), size);
+            }
+        }
+        if response.drag_stopped() || (app.painting() && !response.dragged()) {
+            app.end_stroke();
+        }
+    } else if let Some((v, particle)) = app.grab {
         if response.dragged() {
             if let Some(p) = response.interact_pointer_pos() {
                 if let Some(anchor) = app.garment_vertex(v) {
