@@ -951,6 +951,17 @@ impl DrapeApp {
     }
 
     fn garment_colors(&self, stretch: Option<&[Real]>, n: usize) -> Vec<[f32; 4]> {
+        if !self.view.proxy {
+            if let Some(w) = self.painted_weights() {
+                let mut colors: Vec<[f32; 4]> = w
+                    .iter()
+                    .take(n)
+                    .map(|&v| viewport::weight_color(v))
+                    .collect();
+                colors.resize(n, GARMENT_COLOR);
+                return colors;
+            }
+        }
         match stretch {
             Some(s) if self.view.heat_map && s.len() == n => {
                 s.iter().map(|&v| viewport::stretch_color(v)).collect()

@@ -32,6 +32,7 @@ impl DrapeApp {
     pub fn set_paint_mode(&mut self, on: bool) {
         self.paint = None;
         if !on {
+            self.refresh_view();
             return;
         }
         let Some(loaded) = &self.loaded else {
@@ -52,6 +53,7 @@ impl DrapeApp {
             mesh: PaintMesh::new(&g.render, DEFAULT_MIRROR_TOLERANCE_M),
             stroke: None,
         });
+        self.refresh_view();
     }
 
     /// One dab under the viewport point `at` (points, from the viewport's top left) of a
@@ -79,7 +81,10 @@ impl DrapeApp {
             (Stroke::new(p.kind), maps)
         });
         match stroke.dab(&p.mesh, maps, &p.brush, hit.point_m) {
-            Ok(_) => true,
+            Ok(_) => {
+                self.refresh_view();
+                true
+            }
             Err(e) => {
                 let message = e.to_string();
                 self.fail(message);
@@ -106,6 +111,25 @@ impl DrapeApp {
         let n = maps.len();
         g.maps.get_or_insert_with(|| GarmentMaps::new(n)).values = maps;
         self.edit(scene);
+    }
+
+    /// The attachment weights to show on the first garment's render vertices in paint mode:
+    /// the stroke's working copy, else the scene's, else zeros; `None` outside paint mode.
+    pub fn painted_weights(&self) -> Option<Vec<Real>> {
+        let p = self.paint.as_ref()?;
+        let n = p.mesh.vertex_count();
+        if let Some((_, maps)) = &p.stroke {
+            return Some(maps.get(p.kind).to_vec());
+        }
+        let stored = self
+            .doc
+            .scene
+            .garments
+            .get(p.garment)
+            .and_then(|g| g.maps.as_ref())
+            .filter(|m| m.values.len() == n)
+            .map(|m| m.values.get(p.kind).to_vec());
+        Some(stored.unwrap_or_else(|| vec![p.kind.default_value(); n]))
     }
 
     /// Whether a stroke is in progress.

@@ -399,6 +399,9 @@ fn timeline(app: &mut DrapeApp, ui: &mut egui::Ui) {
         if ui.toggle_value(&mut paint, "Paint attachment").changed() {
             app.set_paint_mode(paint);
         }
+        if app.paint.is_some() {
+            weight_legend(ui);
+        }
         ui.separator();
         let frames = app.timeline_frames();
         let baked = app.baked.as_ref().map_or(0, |b| b.frames.len());
@@ -734,4 +737,26 @@ fn unsaved_dialog(app: &mut DrapeApp, ctx: &egui::Context) {
         Some(_) => app.pending = None,
         None => {}
     }
+}
+
+/// The legend of the paint-mode colour ramp: weight 0 to 1.
+fn weight_legend(ui: &mut egui::Ui) {
+    ui.label("weight 0");
+    let (rect, _) = ui.allocate_exact_size(egui::vec2(80.0, 12.0), egui::Sense::hover());
+    let steps = 16;
+    for k in 0..steps {
+        let c = super::viewport::weight_color((k as f32 + 0.5) / steps as f32);
+        let to_byte = |v: f32| (v.clamp(0.0, 1.0).powf(1.0 / 2.2) * 255.0) as u8;
+        let w = rect.width() / steps as f32;
+        let r = egui::Rect::from_min_size(
+            rect.min + egui::vec2(w * k as f32, 0.0),
+            egui::vec2(w, rect.height()),
+        );
+        ui.painter().rect_filled(
+            r,
+            0.0,
+            egui::Color32::from_rgb(to_byte(c[0]), to_byte(c[1]), to_byte(c[2])),
+        );
+    }
+    ui.label("1");
 }

@@ -105,6 +105,19 @@ pub fn stretch_color(s: Real) -> [f32; 4] {
     }
 }
 
+/// The paint-mode colour of an attachment weight `w` (0–1): dark blue at 0 through yellow to
+/// red at 1 (linear RGBA); the legend in the timeline bar shows the same ramp.
+pub fn weight_color(w: Real) -> [f32; 4] {
+    let t = w.clamp(0.0, 1.0);
+    if t < 0.5 {
+        let u = t * 2.0;
+        [0.05 + 0.85 * u, 0.1 + 0.7 * u, 0.5 * (1.0 - u), 1.0]
+    } else {
+        let u = (t - 0.5) * 2.0;
+        [0.9, 0.8 * (1.0 - u), 0.0, 1.0]
+    }
+}
+
 /// Adds the viewport's paint callback for `rect`.
 pub fn paint(ui: &egui::Ui, rect: egui::Rect, draw: &SharedDraw) {
     let draw = draw.clone();
