@@ -592,7 +592,10 @@ fn paint_mode_paints_attachment_with_a_stroke_and_undo_removes_it() {
         .count();
     assert!(painted > 0, "the stroke painted attachment weights");
     // The viewport colours the weights the scene now holds.
-    let shown = h.state().painted_weights().expect("paint mode shows the weights");
+    let shown = h
+        .state()
+        .painted_weights()
+        .expect("paint mode shows the weights");
     assert_eq!(shown, maps.values.get(MapKind::Attachment));
     assert!(h.state().errors.is_empty(), "{:?}", h.state().errors);
     // One stroke is one undo step.
