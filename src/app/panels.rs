@@ -399,8 +399,42 @@ fn timeline(app: &mut DrapeApp, ui: &mut egui::Ui) {
         if ui.toggle_value(&mut paint, "Paint attachment").changed() {
             app.set_paint_mode(paint);
         }
-        if app.paint.is_some() {
+        if let Some(p) = &mut app.paint {
             weight_legend(ui);
+            let b = &mut p.brush;
+            ui.add(
+                egui::DragValue::new(&mut b.radius_m)
+                    .range(0.005..=1.0)
+                    .speed(0.002)
+                    .suffix(" m"),
+            )
+            .on_hover_text("Brush radius");
+            ui.add(
+                egui::DragValue::new(&mut b.strength)
+                    .range(0.0..=1.0)
+                    .speed(0.01),
+            )
+            .on_hover_text("Brush strength");
+            egui::ComboBox::from_id_salt("brush_mode")
+                .selected_text(format!("{:?}", b.mode))
+                .show_ui(ui, |ui| {
+                    use crate::paint::BrushMode;
+                    for m in [
+                        BrushMode::Add,
+                        BrushMode::Subtract,
+                        BrushMode::Replace,
+                        BrushMode::Smooth,
+                    ] {
+                        ui.selectable_value(&mut b.mode, m, format!("{m:?}"));
+                    }
+                });
+            ui.add(
+                egui::DragValue::new(&mut b.value)
+                    .range(0.0..=1.0)
+                    .speed(0.01),
+            )
+            .on_hover_text("Amount added or subtracted, or the weight replaced towards");
+            ui.toggle_value(&mut b.mirror_x, "X-mirror");
         }
         ui.separator();
         let frames = app.timeline_frames();
