@@ -16,7 +16,7 @@ use crate::body::{BodyError, Playback, Pose, Rig};
 use crate::collide::{measure_penetrations, BodyCollider, ColliderError};
 use crate::constraints::Attachment;
 use crate::io::gltf_import::{load_mesh, GltfImportError};
-use crate::material::{build_cloth, build_tethers, Fabric};
+use crate::material::{build_cloth_oriented, build_tethers, warp_directions_from, Fabric};
 use crate::math::{Real, Vec3};
 use crate::mesh::{weld, Mesh, MeshError, QualityReport, Severity, Topology, Welded};
 use crate::proxy::{build_proxy, ProxyQuality};
@@ -121,6 +121,9 @@ pub struct LoadedGarment {
     pub proxy: Option<GarmentProxy>,
     /// Adjacency of the simulation mesh ([`LoadedGarment::sim_mesh`]).
     pub topology: Topology,
+    /// The fabric's warp direction on each simulation triangle, from the render mesh's UVs
+    /// (see [`crate::material::warp_directions_from`]); `None` without UVs (world X is used).
+    pub warps: Option<Vec<Vec3>>,
     /// Simulation-mesh vertex indices that are hard-pinned.
     pub pinned: Vec<u32>,
     /// Simulation-mesh vertex indices with a soft attachment, and its compliance (m/N).
@@ -453,7 +456,9 @@ impl LoadedScene {
                 let (hard, soft) = m.attachments(settings);
                 merge_attachments(&mut pinned, &mut soft_pins, hard, soft);
             }
-            let topology = Topology::new(proxy.as_ref().map_or(&welded.mesh, |p| &p.mesh));
+            let sim = proxy.as_ref().map_or(&welded.mesh, |p| &p.mesh);
+            let topology = Topology::new(sim);
+            let warps = warp_directions_from(&render, sim);
             garments.push(LoadedGarment {
                 spec: spec.clone(),
                 fabric,
@@ -461,6 +466,7 @@ impl LoadedScene {
                 welded,
                 proxy,
                 topology,
+                warps,
                 pinned,
                 soft_pins,
                 maps,
@@ -574,7 +580,7 @@ impl LoadedScene {
             let base = model.positions.len() as u32;
             offsets.push(base);
             let sim = g.sim_mesh();
-            let mut c = build_cloth(sim, &g.topology, &g.fabric);
+            let mut c = build_cloth_oriented(sim, &g.topology, &g.fabric, g.warps.as_deref());
             if let Some(maps) = &g.maps {
                 maps.scale_constraints(&mut c);
             }

@@ -328,6 +328,8 @@ pub struct BendPair {
     pub edge: [u32; 2],
     /// Opposite vertices `[x2, x3]`: of the first and of the second triangle.
     pub opposite: [u32; 2],
+    /// The two triangles (indices into the mesh's triangles), first and second.
+    pub triangles: [u32; 2],
 }
 
 /// Edge-based adjacency of a triangle mesh.
@@ -386,6 +388,7 @@ impl Topology {
                         bend_pairs.push(BendPair {
                             edge,
                             opposite: [o0, o1],
+                            triangles: [tris[0], tris[1]],
                         });
                     }
                 }

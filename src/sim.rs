@@ -94,6 +94,10 @@ pub struct SolverSettings {
     /// Cloth–cloth collision: each garment against itself and against the other garments
     /// (vertex–triangle and edge–edge contacts, see [`crate::self_collision`]). Off by default.
     pub self_collision: bool,
+    /// Over-relaxation factor `ω` of the stretch projection (1 ≤ ω < 2; 1 is plain
+    /// Gauss–Seidel). Each edge's correction and multiplier increment are scaled by `ω`, which
+    /// speeds up how far a sweep carries a load through the mesh: see docs/solver.md.
+    pub stretch_relaxation: Real,
     /// Distance kept between two layers of cloth when [`Self::self_collision`] is on (m).
     pub self_collision_thickness_m: Real,
 }
@@ -112,6 +116,7 @@ impl Default for SolverSettings {
             failure_penetration_m: 0.02,
             max_speed_m_per_s: 50.0,
             self_collision: false,
+            stretch_relaxation: 1.0,
             self_collision_thickness_m: 0.004,
         }
     }
@@ -236,6 +241,13 @@ impl SolverSettings {
                     "must be a finite number greater than 0",
                 );
             }
+        }
+        if !(1.0..2.0).contains(&self.stretch_relaxation) {
+            return bad(
+                "stretch_relaxation",
+                self.stretch_relaxation.to_string(),
+                "must be from 1 (plain Gauss–Seidel) to below 2",
+            );
         }
         if !self.failure_stretch.is_finite() || self.failure_stretch <= 0.0 {
             return bad(
@@ -1137,8 +1149,11 @@ impl Solver {
                     l,
                 ) {
                     Outcome::Move([da, db]) => {
-                        x[a] += da;
-                        x[b] += db;
+                        // Over-relaxation: ω times the Gauss–Seidel step, multiplier included.
+                        let omega = settings.stretch_relaxation;
+                        x[a] += da * omega;
+                        x[b] += db * omega;
+                        *l = before + (*l - before) * omega;
                         if last {
                             let denom = w[a] + w[b] + c.compliance_m_per_n / (h * h);
                             max_residual = max_residual.max((*l - before).abs() * denom);

@@ -213,9 +213,12 @@ fn check_heap(n: u32, frames: u32, iterations: u32) {
     assert!(x.iter().all(|p| p.is_finite() && p.y > -0.001));
 }
 
+/// Two iterations, as at full size: at one iteration per substep this heap kept 2
+/// intersecting pairs from frame 10 on with the isotropic constraint build (CI, stop 13) and
+/// none with the anisotropic one of issue 4, so one iteration was a coin toss, not a check.
 #[test]
 fn cloth_heap_on_a_plane_without_self_intersections() {
-    check_heap(21, 36, 1);
+    check_heap(21, 36, FULL_SIZE_ITERATIONS);
 }
 
 #[test]
