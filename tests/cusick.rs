@@ -283,17 +283,22 @@ fn builtin_fabrics_are_ordered_as_in_the_literature() {
 /// Fabric Drape Profile", Vlákna a textil 1/2018, a secondary compilation; 30 cm specimen on
 /// an 18 cm pedestal assumed): cotton plain weaves 48–72 %, five-thread satins 43–70 %. None of
 /// the presets' own cited sources (Clyde 2017, Wang 2011, Feng 2022, Penava 2014) gives a drape
-/// coefficient.
+/// coefficient. Cotton shirting falls in its range (0.578 at the test settings) since the
+/// bending calibration (docs/materials.md); it was 0.82 before.
 #[test]
-#[ignore = "contradicts the literature, for the lead to decide: at 547 vertices, 40 substeps, \
-            4-5 s, cotton_shirting has DC 0.82 (cotton plain weave 48-72 %) and silk_charmeuse \
-            0.32 (satins 43-70 %); at 1951 vertices cotton gives 0.84 (80 substeps), 0.87 (160) (docs/cusick.md)"]
-fn builtin_fabrics_fall_in_the_measured_ranges() {
+fn cotton_shirting_falls_in_the_measured_range() {
     let cotton = run(&builtin_fabric("cotton_shirting").unwrap()).drape_coefficient;
     assert!(
         (0.48..=0.72).contains(&cotton),
         "cotton_shirting DC {cotton}"
     );
+}
+
+#[test]
+#[ignore = "contradicts the literature, for the lead to decide: at 547 vertices, 40 substeps, \
+            4 s, silk_charmeuse has DC 0.22 (five-thread satins 43-70 %, fibre and weight not \
+            given; the preset's Peirce bending length is 1.07 cm, the lowest with chiffon's 1.31) (docs/cusick.md)"]
+fn silk_charmeuse_falls_in_the_satin_range() {
     let silk = run(&builtin_fabric("silk_charmeuse").unwrap()).drape_coefficient;
     assert!((0.43..=0.70).contains(&silk), "silk_charmeuse DC {silk}");
 }
@@ -303,8 +308,8 @@ fn builtin_fabrics_fall_in_the_measured_ranges() {
 #[ignore = "contradicts the issue's expected order, for the lead to decide: leather's preset \
             (0.87 kg/m², bending 1.1e-4/5.0e-5 N·m) has a Peirce bending length \
             (B/(ρg))^(1/3) of 2.1 cm, below cotton's 2.2, jersey's 2.3, polyester's 2.6 and \
-            denim's 2.8 cm, so it drapes more than they do: DC 0.77 against cotton 0.82, \
-            polyester 0.84, denim 0.88 at the test settings"]
+            denim's 2.8 cm, so it drapes more than they do: DC 0.51 against jersey 0.52, \
+            cotton 0.58, polyester 0.65, denim 0.70 at the test settings"]
 fn denim_and_leather_drape_least() {
     let dc = builtin_coefficients();
     let top: Vec<&str> = dc.iter().rev().take(2).map(|d| d.0).collect();

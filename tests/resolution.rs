@@ -1,0 +1,264 @@
+//! Resolution independence (issue 4): the same fabric behaves the same on proxies of different
+//! densities. A 1 m × 1 m cloth, simplified from one dense render mesh to proxies of about
+//! 1k, 2k, 4k and 8k vertices, hangs from its top edge; its static sag must agree across them
+//! (with the substeps scaled to the resolution, see [`substeps_for`]), and so must the Cusick
+//! drape coefficient of the fabric across specimen resolutions (it does not: see below).
+//!
+//! The CI variants run the two coarser proxies (and smaller Cusick specimens) in a few seconds;
+//! the full 1k–8k table is `#[ignore]`d and run in release:
+//! `cargo test --release --test resolution -- --ignored --nocapture`.
+
+use drape::cusick::{cusick_test, CusickOptions};
+use drape::material::{build_cloth_oriented, builtin_fabric, warp_directions_from};
+use drape::math::{Real, Vec3};
+use drape::mesh::{Mesh, Topology};
+use drape::proxy::{build_proxy, ProxyTarget};
+use drape::shapes::grid_cloth;
+use drape::sim::{ClothModel, Pin, Solver, SolverSettings};
+
+/// Gravity (m/s²), as in the solver's default settings.
+const G: Real = 9.81;
+
+/// The dense render mesh: a 1 m × 1 m curtain of 128 × 128 vertices (16,384) in the XY plane,
+/// its top edge at y = 0, hanging towards −y. UVs from `grid_cloth`: u (the warp) runs along X,
+/// v (the weft) down the curtain.
+fn curtain() -> Mesh {
+    let mut m = grid_cloth(1.0, 128, 0.0);
+    for p in &mut m.positions {
+        *p = Vec3::new(p.x, -(p.z + 0.5), 0.0);
+    }
+    // The grid faced +Y; after the turn it faces +Z, with the same winding.
+    m.compute_normals();
+    m
+}
+
+/// What a hanging run measured.
+#[derive(Clone, Copy, Debug)]
+struct Sag {
+    /// Proxy vertices.
+    vertices: usize,
+    /// Depth of the bottom edge's lowest vertex below the pinned edge at rest (m).
+    sag_m: Real,
+    /// Largest particle speed at the end (m/s).
+    max_speed_m_per_s: Real,
+}
+
+/// Simplifies the curtain to about `target` vertices, pins the proxy's top-edge vertices in
+/// place and lets it hang for `seconds` (24 fps, `substeps` × 1 iteration, damping 4/s so it
+/// comes to rest), with the fabric `fabric` and no tethers.
+fn hang(
+    render: &Mesh,
+    target: usize,
+    fabric: &str,
+    substeps: u32,
+    omega: Real,
+    seconds: Real,
+) -> Sag {
+    let proxy = build_proxy(render, ProxyTarget::Vertices(target)).expect("proxy");
+    let m = proxy.mesh;
+    let fabric = builtin_fabric(fabric).expect("fabric");
+    let topology = Topology::new(&m);
+    let warps = warp_directions_from(render, &m).expect("the curtain has UVs");
+    let c = build_cloth_oriented(&m, &topology, &fabric, Some(&warps));
+    let n = m.positions.len();
+    let pinned: Vec<u32> = (0..n as u32)
+        .filter(|&i| m.positions[i as usize].y > -1e-6)
+        .collect();
+    assert!(
+        pinned.len() >= 20,
+        "{target}: only {} top-edge vertices",
+        pinned.len()
+    );
+    let settings = SolverSettings {
+        substeps,
+        iterations: 1,
+        stretch_relaxation: omega,
+        // Tethers would hold the fabric at its rest length: this check is about its stretch.
+        tether_slack: -1.0,
+        ..Default::default()
+    };
+    let model = ClothModel {
+        positions: m.positions.clone(),
+        mass_kg: c.mass_kg,
+        damping_per_s: vec![4.0; n],
+        friction: vec![0.0; n],
+        stretch: c.stretch,
+        shear: c.shear,
+        bend: c.bend,
+        attach: Vec::new(),
+        tethers: Vec::new(),
+        pins: pinned
+            .iter()
+            .map(|&i| Pin {
+                particle: i,
+                target_m: m.positions[i as usize],
+            })
+            .collect(),
+        body_bindings: Vec::new(),
+        ..Default::default()
+    };
+    let mut solver = Solver::new(settings, model, None).expect("solver");
+    let frames = (seconds * 24.0).round() as u32;
+    for _ in 0..frames {
+        solver.step_frame(1.0 / 24.0).expect("step");
+    }
+    let p = solver.particles();
+    assert!(p.x.iter().all(|x| x.is_finite()));
+    Sag {
+        vertices: n,
+        sag_m: -p.x.iter().map(|x| x.y).fold(Real::INFINITY, Real::min),
+        max_speed_m_per_s: p.v.iter().map(|v| v.length()).fold(0.0, Real::max),
+    }
+}
+
+/// The linear-elastic sag of a sheet of length `l` (m) hanging under its own weight:
+/// `l + ρ g l² / (2 k)`, with `k` the stretch stiffness down the sheet (N/m). It ignores the
+/// sideways contraction the pinned edge prevents, so it is a sanity band, not the reference.
+fn analytic_sag_m(density_kg_per_m2: Real, k_n_per_m: Real, l: Real) -> Real {
+    l + density_kg_per_m2 * G * l * l / (2.0 * k_n_per_m)
+}
+
+/// Largest relative difference between any two values.
+fn spread(values: &[Real]) -> Real {
+    let max = values.iter().cloned().fold(Real::NEG_INFINITY, Real::max);
+    let min = values.iter().cloned().fold(Real::INFINITY, Real::min);
+    (max - min) / min
+}
+
+/// One row of the table: the jersey-knit curtain at `target` proxy vertices, hanging for
+/// `seconds`.
+fn sag_row(render: &Mesh, target: usize, substeps: u32, omega: Real, seconds: Real) -> Sag {
+    let r = hang(render, target, "jersey_knit", substeps, omega, seconds);
+    println!(
+        "jersey_knit curtain, {} proxy vertices, {substeps} substeps, ω {omega}: sag {:.4} m, \
+         max speed {:.2e} m/s",
+        r.vertices, r.sag_m, r.max_speed_m_per_s
+    );
+    r
+}
+
+fn check_sags(rows: &[Sag]) {
+    let fabric = builtin_fabric("jersey_knit").unwrap();
+    // Down the curtain is the weft (v); jersey knit is the stretchiest built-in fabric there.
+    let analytic = analytic_sag_m(fabric.density_kg_per_m2, fabric.stretch_weft_n_per_m, 1.0);
+    for r in rows {
+        // 5 mm/s: the 8k proxy keeps a 1.3 mm/s flutter at 8 s while its sag moved 0.3 mm
+        // between 4 s and 8 s.
+        assert!(
+            r.max_speed_m_per_s < 5e-3,
+            "{} vertices: not at rest ({} m/s)",
+            r.vertices,
+            r.max_speed_m_per_s
+        );
+        // The stretch is real and of the right size: within 25 % of the 1D estimate's
+        // extension (the pinned top edge stiffens the sheet against its sideways contraction).
+        let ext = r.sag_m - 1.0;
+        let ext_analytic = analytic - 1.0;
+        assert!(
+            (ext - ext_analytic).abs() < 0.25 * ext_analytic,
+            "{} vertices: extension {ext} m, linear estimate {ext_analytic} m",
+            r.vertices
+        );
+    }
+    let sags: Vec<Real> = rows.iter().map(|r| r.sag_m).collect();
+    let extensions: Vec<Real> = rows.iter().map(|r| r.sag_m - 1.0).collect();
+    println!(
+        "sag spread {:.2} %, extension spread {:.2} %",
+        100.0 * spread(&sags),
+        100.0 * spread(&extensions)
+    );
+    assert!(
+        spread(&sags) <= 0.03,
+        "sags {sags:?} differ by more than 3 %"
+    );
+    // Stricter than the issue asks: the stretch itself, not only the total, agrees within 5 %.
+    assert!(
+        spread(&extensions) <= 0.05,
+        "extensions {extensions:?} differ by more than 5 %"
+    );
+}
+
+/// Substeps for a proxy of `vertices` vertices: XPBD at one iteration per substep carries a
+/// load through the mesh only about one edge per substep, so its fixed-point error grows with
+/// `(c·h/Δx)²` (c the fabric's stretch wave speed, h the substep, Δx the edge length). Keeping
+/// `h ∝ Δx` keeps the error the same: substeps ∝ √vertices, `base` at 1000 vertices.
+fn substeps_for(vertices: usize, base: u32) -> u32 {
+    (base as Real * (vertices as Real / 1000.0).sqrt()).round() as u32
+}
+
+#[test]
+fn hanging_sag_is_the_same_on_1k_and_2k_proxies() {
+    let render = curtain();
+    let rows: Vec<Sag> = [1000, 2000]
+        .iter()
+        .map(|&t| {
+            let s = substeps_for(t, 20);
+            sag_row(&render, t, s, 1.5, 4.0)
+        })
+        .collect();
+    check_sags(&rows);
+}
+
+#[test]
+#[ignore = "the full table, 1k to 8k proxies: about three minutes in release"]
+fn hanging_sag_is_the_same_on_1k_to_8k_proxies() {
+    let render = curtain();
+    for omega in [1.5, 1.0] {
+        let rows: Vec<Sag> = [1000, 2000, 4000, 8000]
+            .iter()
+            .map(|&t| sag_row(&render, t, substeps_for(t, 20), omega, 8.0))
+            .collect();
+        check_sags(&rows);
+    }
+}
+
+/// Cusick drape coefficients of `fabric` at the given specimen vertex counts, with the
+/// substeps scaled by [`substeps_for`] from `base` at 1000 vertices.
+fn drape_coefficients(fabric: &str, vertices: &[usize], base: u32, seconds: Real) -> Vec<Real> {
+    let fabric = builtin_fabric(fabric).unwrap();
+    vertices
+        .iter()
+        .map(|&v| {
+            let substeps = substeps_for(v, base);
+            let r = cusick_test(
+                &fabric,
+                &CusickOptions {
+                    vertices: v,
+                    substeps,
+                    iterations: 1,
+                    max_time_s: seconds,
+                    ..CusickOptions::default()
+                },
+            )
+            .expect("cusick");
+            println!(
+                "{}: {} vertices, {substeps} substeps, DC {:.4} (settled {}, {:.1} s simulated, \
+                 {:.1} s wall)",
+                fabric.name, r.vertices, r.drape_coefficient, r.settled, r.simulated_s, r.wall_s
+            );
+            assert!(r.drape_coefficient.is_finite() && r.drape_coefficient > 0.3);
+            r.drape_coefficient
+        })
+        .collect()
+}
+
+/// The drape coefficient does not hold the issue's 3 % across resolutions: it moves up and down
+/// with the specimen's resolution (see the ignored full table below). This guards the band
+/// measured at the CI's sizes: 0.577 at 547 vertices, 0.609 at 1027 (5.4 %).
+#[test]
+fn drape_coefficient_is_within_6_percent_on_500_and_1000_vertex_specimens() {
+    let dc = drape_coefficients("cotton_shirting", &[547, 1000], 40, 4.0);
+    assert!(spread(&dc) <= 0.06, "cotton drape coefficients {dc:?}");
+    // Both inside the literature's range for cotton plain weaves (fabrics.md): 48–72 %.
+    assert!(dc.iter().all(|d| (0.48..=0.72).contains(d)), "{dc:?}");
+}
+
+#[test]
+#[ignore = "fails the issue's 3 %, for the lead to decide: cotton shirting at 1027, 1951, 3997 \
+            and 7957 vertices (40, 57, 80, 113 substeps, 6 s) gives DC 0.602, 0.580, 0.612 and \
+            0.624 (7.6 % spread, not monotonic; the fold count is the suspect, not yet \
+            counted) (docs/cusick.md); about twelve minutes in release"]
+fn drape_coefficient_is_the_same_on_1k_to_8k_specimens() {
+    let dc = drape_coefficients("cotton_shirting", &[1000, 2000, 4000, 8000], 40, 6.0);
+    assert!(spread(&dc) <= 0.03, "cotton drape coefficients {dc:?}");
+}
