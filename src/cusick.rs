@@ -152,6 +152,9 @@ pub struct CusickResult {
     pub final_mean_speed_m_per_s: Real,
     /// Largest edge stretch at the end, max over edges of `length / rest − 1` (dimensionless).
     pub max_stretch: Real,
+    /// Number of nodes (folds) of the draped outline, as textile labs report beside the
+    /// coefficient: see [`count_nodes`].
+    pub nodes: u32,
     /// Substeps rolled back and retried with a smaller step.
     pub rollbacks: u32,
     /// Specimen vertices.
@@ -583,6 +586,7 @@ pub fn cusick_test(fabric: &Fabric, options: &CusickOptions) -> Result<CusickRes
         final_max_speed_m_per_s: speed,
         final_mean_speed_m_per_s: mean_speed,
         max_stretch,
+        nodes: count_nodes(&positions, &mesh.indices, NODE_PROMINENCE_M),
         rollbacks,
         vertices: n,
         triangles: mesh.indices.len(),
@@ -594,9 +598,125 @@ pub fn cusick_test(fabric: &Fabric, options: &CusickOptions) -> Result<CusickRes
     })
 }
 
+/// Smallest rise (m) of the outline's radius between a node and the troughs on both sides.
+pub const NODE_PROMINENCE_M: Real = 3.0e-3;
+
+/// Counts the nodes (folds) of a draped specimen seen from above.
+///
+/// The outline's radius `r(φ)` is the largest horizontal distance from the Y axis of the
+/// `positions` and of points every eighth of the way along each edge of `triangles` (so that
+/// a coarse mesh's straight edges do not read as dents between its vertices), in each of 360
+/// one-degree sectors (sectors no point falls in take their neighbours' value), smoothed over
+/// ±5° (a fold is wider; a coarse mesh's facets are not). A node is a local maximum of `r(φ)`
+/// that stands at least `prominence_m` above the lowest point between it and the next higher
+/// maximum on each side (topographic prominence, circular); a flat outline has no nodes.
+pub fn count_nodes(positions: &[Vec3], triangles: &[[u32; 3]], prominence_m: Real) -> u32 {
+    const BINS: usize = 360;
+    let mut r = [Real::NAN; BINS];
+    let along_edges = triangles.iter().flat_map(|t| {
+        (0..3).flat_map(move |k| {
+            let (a, b) = (t[k] as usize, t[(k + 1) % 3] as usize);
+            (1..8).filter_map(move |j| {
+                let (pa, pb) = (positions.get(a)?, positions.get(b)?);
+                Some(pa.lerp(*pb, j as Real / 8.0))
+            })
+        })
+    });
+    for p in positions.iter().copied().chain(along_edges) {
+        let rad = p.x.hypot(p.z);
+        if !rad.is_finite() || rad == 0.0 {
+            continue;
+        }
+        let phi = p.z.atan2(p.x).rem_euclid(std::f32::consts::TAU);
+        let b = ((phi / std::f32::consts::TAU * BINS as Real) as usize).min(BINS - 1);
+        if r[b].is_nan() || rad > r[b] {
+            r[b] = rad;
+        }
+    }
+    if r.iter().all(|v| v.is_nan()) {
+        return 0;
+    }
+    // Fill empty sectors from the nearest filled one before them.
+    let first = r.iter().position(|v| !v.is_nan()).unwrap_or(0);
+    let mut last = r[first];
+    for k in 0..BINS {
+        let i = (first + k) % BINS;
+        if r[i].is_nan() {
+            r[i] = last;
+        } else {
+            last = r[i];
+        }
+    }
+    let smooth: Vec<Real> = (0..BINS)
+        .map(|i| (0..11).map(|k| r[(i + BINS + k - 5) % BINS]).sum::<Real>() / 11.0)
+        .collect();
+    let at = |i: isize| smooth[i.rem_euclid(BINS as isize) as usize];
+    let mut nodes = 0;
+    for i in 0..BINS as isize {
+        let h = at(i);
+        // A strict maximum on plateaus: higher than the left neighbour, not lower than the right.
+        if !(h > at(i - 1) && h >= at(i + 1)) {
+            continue;
+        }
+        // Walk each way until a higher point (or all the way round); the lowest point passed is
+        // the key col on that side.
+        let col = |dir: isize| {
+            let mut low = h;
+            for k in 1..BINS as isize {
+                let v = at(i + dir * k);
+                if v > h {
+                    break;
+                }
+                low = low.min(v);
+            }
+            low
+        };
+        if h - col(1).max(col(-1)) >= prominence_m {
+            nodes += 1;
+        }
+    }
+    nodes
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An outline of radius `0.12 + a·cos(n·φ)` (m), sampled as points.
+    fn lobed(n: u32, a: Real) -> Vec<Vec3> {
+        (0..2000)
+            .map(|k| {
+                let phi = k as Real / 2000.0 * std::f32::consts::TAU;
+                let r = 0.12 + a * (n as Real * phi).cos();
+                Vec3::new(r * phi.cos(), -0.02, r * phi.sin())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn nodes_of_lobed_outlines() {
+        for n in [4, 5, 6, 7, 9] {
+            assert_eq!(count_nodes(&lobed(n, 0.01), &[], NODE_PROMINENCE_M), n);
+        }
+        // Ripples below the prominence are no nodes; an empty or flat outline has none.
+        assert_eq!(count_nodes(&lobed(6, 0.001), &[], NODE_PROMINENCE_M), 0);
+        assert_eq!(count_nodes(&lobed(6, 0.0), &[], NODE_PROMINENCE_M), 0);
+        assert_eq!(count_nodes(&[], &[], NODE_PROMINENCE_M), 0);
+        // A coarse flat specimen (78 vertices on its rim, 4.6° apart) has no nodes: its edges
+        // fill the gaps between the rim vertices.
+        let disk = specimen_disk(0.15, 13, 0.0);
+        assert_eq!(
+            count_nodes(&disk.positions, &disk.indices, NODE_PROMINENCE_M),
+            0
+        );
+        // Small ripples on top of five big lobes do not add nodes.
+        let mut p = lobed(5, 0.01);
+        for (k, q) in p.iter_mut().enumerate() {
+            let phi = k as Real / 2000.0 * std::f32::consts::TAU;
+            *q *= 1.0 + 0.005 * (40.0 * phi).sin();
+        }
+        assert_eq!(count_nodes(&p, &[], NODE_PROMINENCE_M), 5);
+    }
 
     #[test]
     fn ring_counts() {

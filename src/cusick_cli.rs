@@ -59,8 +59,8 @@ pub fn run(args: DrapeTestArgs) -> Result<(), String> {
         r.drape_coefficient * 100.0
     );
     println!(
-        "  projected area {:.5} m², specimen {:.5} m² (30 cm), pedestal {:.5} m² (18 cm)",
-        r.projected_area_m2, r.specimen_area_m2, r.pedestal_area_m2
+        "  projected area {:.5} m², specimen {:.5} m² (30 cm), pedestal {:.5} m² (18 cm), {} nodes",
+        r.projected_area_m2, r.specimen_area_m2, r.pedestal_area_m2, r.nodes
     );
     println!(
         "  {} after {:.2} s simulated ({} frames at {} fps), last max speed {:.2} mm/s, mean {:.3} mm/s",

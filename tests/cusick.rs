@@ -52,9 +52,10 @@ fn run(fabric: &Fabric) -> CusickResult {
         );
     }
     println!(
-        "{:>16}: DC {:.3}, settled {} after {:.2} s (max speed {:.2} mm/s), stretch {:.2} %, {:.1} s wall",
+        "{:>16}: DC {:.3}, {} nodes, settled {} after {:.2} s (max speed {:.2} mm/s), stretch {:.2} %, {:.1} s wall",
         fabric.name,
         r.drape_coefficient,
+        r.nodes,
         r.settled,
         r.simulated_s,
         r.final_max_speed_m_per_s * 1e3,
