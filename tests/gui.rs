@@ -551,7 +551,7 @@ fn paint_mode_paints_attachment_with_a_stroke_and_undo_removes_it() {
     let mut h = harness(None);
     loaded(&mut h);
     h.step();
-    h.get_by_label("Paint attachment").click();
+    h.get_by_label("Paint").click();
     h.step();
     assert!(h.state().paint.is_some(), "paint mode is on");
     let app = h.state();
@@ -602,4 +602,228 @@ fn paint_mode_paints_attachment_with_a_stroke_and_undo_removes_it() {
     h.state_mut().undo();
     h.step();
     assert_eq!(h.state().doc.scene.garments[0].maps, None);
+}
+
+/// The viewport point (from the window's top left) of the render vertex of garment `garment`
+/// nearest the camera, where a brush ray hits that garment.
+fn nearest_vertex_on_screen(app: &DrapeApp, garment: usize) -> (eframe::egui::Pos2, usize) {
+    let rect = app.viewport_rect.expect("the viewport was laid out");
+    let camera = app.camera();
+    let size = [rect.width(), rect.height()];
+    let render = &app.loaded.as_ref().unwrap().garments[garment].render;
+    let eye = camera.eye();
+    let (v, p) = render
+        .positions
+        .iter()
+        .enumerate()
+        .min_by(|a, b| (*a.1 - eye).length().total_cmp(&(*b.1 - eye).length()))
+        .unwrap();
+    let s = camera.project(*p, size).unwrap();
+    (rect.min + eframe::egui::vec2(s[0], s[1]), v)
+}
+
+/// A primary-button stroke from `at` 28 points to the right.
+fn stroke(h: &mut Harness<'static, DrapeApp>, at: eframe::egui::Pos2) {
+    h.drag_at(at);
+    h.step();
+    for k in 1..=6 {
+        h.hover_at(at + eframe::egui::vec2(4.0 * k as f32, 0.0));
+        h.step();
+    }
+    h.drop_at(at + eframe::egui::vec2(28.0, 0.0));
+    h.step();
+    h.step();
+}
+
+#[test]
+fn paint_mode_paints_the_stretch_scale_chosen_in_the_map_box_and_undo_restores_it() {
+    use drape::paint::MapKind;
+    let mut h = harness(None);
+    loaded(&mut h);
+    h.step();
+    h.get_by_label("Paint").click();
+    h.step();
+    let (at, nearest) = nearest_vertex_on_screen(h.state(), 0);
+    // An attachment stroke first, so there is an attachment map to keep.
+    stroke(&mut h, at);
+    let attached = h.state().doc.scene.garments[0]
+        .maps
+        .clone()
+        .expect("the attachment stroke stored maps");
+    assert!(attached.values.get(MapKind::Attachment)[nearest] > 0.0);
+    assert!(attached.values.is_default(MapKind::StretchScale));
+    // The map box: open it, choose the stretch scale.
+    h.get_by_label("Map to paint").click();
+    h.run_steps(2);
+    h.get_by_label("Stretch scale").click();
+    h.run_steps(2);
+    assert_eq!(
+        h.state().paint.as_ref().map(|p| p.kind),
+        Some(MapKind::StretchScale)
+    );
+    stroke(&mut h, at);
+    let app = h.state();
+    assert!(app.errors.is_empty(), "{:?}", app.errors);
+    let maps = app.doc.scene.garments[0].maps.clone().unwrap();
+    let stretch = maps.values.get(MapKind::StretchScale);
+    // Each dab adds up to 1 at full strength: the scale under the stroke's start went up
+    // from 1 by more than half a dab, and stays in the map's range.
+    assert!(
+        stretch[nearest] > 1.5 && stretch[nearest] <= MapKind::StretchScale.range().1,
+        "stretch scale {} under the stroke",
+        stretch[nearest]
+    );
+    assert!(stretch.iter().filter(|&&v| v != 1.0).count() > 1);
+    assert_eq!(
+        maps.values.get(MapKind::Attachment),
+        attached.values.get(MapKind::Attachment),
+        "the attachment map is unchanged"
+    );
+    // The loaded scene (what the worker simulates) was patched with the same maps, and its
+    // simulation-mesh maps carry the stretch scale.
+    let loaded = &app.loaded.as_ref().unwrap().garments[0];
+    assert_eq!(loaded.spec.maps, Some(maps.clone()));
+    let sim = loaded.maps.as_ref().expect("the loaded garment has maps");
+    assert!(sim
+        .values
+        .get(MapKind::StretchScale)
+        .iter()
+        .any(|&v| v > 1.0));
+    // The viewport shows the stretch scale now, on the log ramp.
+    assert_eq!(app.painted_weights().unwrap(), stretch);
+    assert_eq!(
+        app.garment_colors_drawn()[nearest],
+        drape::app::viewport::map_color(MapKind::StretchScale, stretch[nearest])
+    );
+    // The stretch stroke is one undo step: the attachment-only maps come back exactly.
+    h.state_mut().undo();
+    h.step();
+    assert_eq!(h.state().doc.scene.garments[0].maps, Some(attached.clone()));
+    assert_eq!(
+        h.state().loaded.as_ref().unwrap().garments[0].spec.maps,
+        Some(attached)
+    );
+}
+
+#[test]
+fn paint_mode_fill_covers_the_piece_under_the_cursor_in_one_undo_step() {
+    use drape::paint::{Falloff, MapKind};
+    let mut h = harness(None);
+    loaded(&mut h);
+    h.step();
+    h.get_by_label("Paint").click();
+    h.step();
+    // The falloff box.
+    h.get_by_label("Brush falloff").click();
+    h.run_steps(2);
+    h.get_by_label("Constant").click();
+    h.run_steps(2);
+    assert_eq!(
+        h.state().paint.as_ref().map(|p| p.brush.falloff),
+        Some(Falloff::Constant)
+    );
+    h.get_by_label("Fill").click();
+    h.step();
+    assert!(h.state().paint.as_ref().is_some_and(|p| p.fill));
+    let (at, nearest) = nearest_vertex_on_screen(h.state(), 0);
+    h.hover_at(at);
+    h.step();
+    h.drag_at(at);
+    h.step();
+    h.drop_at(at);
+    h.step();
+    h.step();
+    let app = h.state();
+    assert!(app.errors.is_empty(), "{:?}", app.errors);
+    let maps = app.doc.scene.garments[0]
+        .maps
+        .clone()
+        .expect("the fill stored maps");
+    let w = maps.values.get(MapKind::Attachment);
+    let filled = w.iter().filter(|&&v| v == 1.0).count();
+    assert_eq!(w[nearest], 1.0);
+    // Far more than any brush dab reaches: the piece under the cursor, every vertex at 1.
+    assert!(
+        filled * 2 > w.len(),
+        "{filled} of {} vertices filled",
+        w.len()
+    );
+    assert!(w.iter().all(|&v| v == 0.0 || v == 1.0));
+    h.state_mut().undo();
+    h.step();
+    assert_eq!(h.state().doc.scene.garments[0].maps, None);
+}
+
+#[test]
+fn paint_mode_paints_the_garment_selected_in_the_outliner() {
+    use drape::paint::MapKind;
+    let mut h = harness(None);
+    loaded(&mut h);
+    // A second skirt, a copy of the first on a higher layer.
+    let mut scene = h.state().doc.scene.clone();
+    let mut second = scene.garments[0].clone();
+    second.name = "skirt_2".into();
+    second.layer = 1;
+    scene.garments.push(second);
+    h.state_mut().edit(scene);
+    wait_until(&mut h, "the two-garment scene", |a| {
+        a.loaded.as_ref().is_some_and(|l| l.garments.len() == 2) && a.live.is_some()
+    });
+    h.get_by_label("skirt_2").click();
+    h.run_steps(2);
+    h.get_by_label("Paint").click();
+    h.step();
+    assert_eq!(h.state().paint.as_ref().map(|p| p.garment), Some(1));
+    let (at, nearest) = nearest_vertex_on_screen(h.state(), 1);
+    stroke(&mut h, at);
+    let app = h.state();
+    assert!(app.errors.is_empty(), "{:?}", app.errors);
+    assert_eq!(
+        app.doc.scene.garments[0].maps, None,
+        "the first skirt is untouched"
+    );
+    let maps = app.doc.scene.garments[1]
+        .maps
+        .clone()
+        .expect("the stroke painted the second skirt");
+    assert!(maps.values.get(MapKind::Attachment)[nearest] > 0.0);
+    assert_eq!(
+        app.loaded.as_ref().unwrap().garments[1].spec.maps,
+        Some(maps.clone())
+    );
+    // The viewport colours the second skirt's vertices (after the first skirt's) by their
+    // weight and leaves the first skirt in the garment colour.
+    let first = app.loaded.as_ref().unwrap().garments[0]
+        .render
+        .positions
+        .len();
+    let colors = app.garment_colors_drawn();
+    assert_eq!(colors.len(), 2 * first);
+    use drape::app::viewport::{weight_color, GARMENT_COLOR};
+    assert!(colors[..first].iter().all(|c| *c == GARMENT_COLOR));
+    let w = maps.values.get(MapKind::Attachment);
+    assert_eq!(colors[first + nearest], weight_color(w[nearest]));
+    // Selecting the first skirt moves paint mode to it.
+    h.get_by_label("skirt").click();
+    h.run_steps(2);
+    assert_eq!(h.state().paint.as_ref().map(|p| p.garment), Some(0));
+}
+
+#[test]
+fn the_scale_maps_colour_ramp_is_logarithmic_with_one_in_the_middle() {
+    use approx::assert_relative_eq;
+    use drape::app::viewport::{map_color, scale_ramp, weight_color};
+    use drape::paint::MapKind;
+    for kind in [MapKind::StretchScale, MapKind::BendScale] {
+        assert_relative_eq!(scale_ramp(kind, 1.0), 0.5);
+        assert_relative_eq!(scale_ramp(kind, 1000.0), 1.0);
+        assert_relative_eq!(scale_ramp(kind, 0.001), 0.0, epsilon = 1e-6);
+        assert_relative_eq!(scale_ramp(kind, 10.0), 0.5 + 0.5 / 3.0, epsilon = 1e-6);
+        assert_eq!(scale_ramp(kind, 0.0), 0.0);
+    }
+    assert_relative_eq!(scale_ramp(MapKind::MassScale, 100.0), 1.0);
+    assert_relative_eq!(scale_ramp(MapKind::MassScale, 0.01), 0.0, epsilon = 1e-6);
+    // The attachment weight keeps its linear ramp.
+    assert_eq!(map_color(MapKind::Attachment, 0.25), weight_color(0.25));
+    assert_eq!(map_color(MapKind::MassScale, 1.0), weight_color(0.5));
 }

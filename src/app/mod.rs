@@ -950,14 +950,32 @@ impl DrapeApp {
             .unwrap_or_default()
     }
 
+    /// The garment colours drawn now (linear RGBA), one per drawn vertex.
+    pub fn garment_colors_drawn(&self) -> Vec<[f32; 4]> {
+        self.draw
+            .lock()
+            .map(|d| d.garment.colors.clone())
+            .unwrap_or_default()
+    }
+
     fn garment_colors(&self, stretch: Option<&[Real]>, n: usize) -> Vec<[f32; 4]> {
         if !self.view.proxy {
-            if let Some(w) = self.painted_weights() {
-                let mut colors: Vec<[f32; 4]> = w
+            if let (Some(w), Some(p), Some(l)) = (self.painted_weights(), &self.paint, &self.loaded)
+            {
+                // The painted garment's vertices start after the earlier garments' render
+                // vertices; the other garments keep their colour.
+                let start: usize = l
+                    .garments
                     .iter()
-                    .take(n)
-                    .map(|&v| viewport::weight_color(v))
-                    .collect();
+                    .take(p.garment)
+                    .map(|g| g.render.positions.len())
+                    .sum();
+                let mut colors = vec![GARMENT_COLOR; start.min(n)];
+                colors.extend(
+                    w.iter()
+                        .take(n - colors.len())
+                        .map(|&v| viewport::map_color(p.kind, v)),
+                );
                 colors.resize(n, GARMENT_COLOR);
                 return colors;
             }

@@ -395,47 +395,16 @@ fn timeline(app: &mut DrapeApp, ui: &mut egui::Ui) {
         if ui.add_enabled(idle, egui::Button::new("Step")).clicked() {
             app.step();
         }
+        app.follow_paint_target();
         let mut paint = app.paint.is_some();
-        if ui.toggle_value(&mut paint, "Paint attachment").changed() {
+        if ui
+            .toggle_value(&mut paint, "Paint")
+            .on_hover_text("Paint a map of the garment selected in the outliner (else the first)")
+            .changed()
+        {
             app.set_paint_mode(paint);
         }
-        if let Some(p) = &mut app.paint {
-            weight_legend(ui);
-            let b = &mut p.brush;
-            ui.add(
-                egui::DragValue::new(&mut b.radius_m)
-                    .range(0.005..=1.0)
-                    .speed(0.002)
-                    .suffix(" m"),
-            )
-            .on_hover_text("Brush radius");
-            ui.add(
-                egui::DragValue::new(&mut b.strength)
-                    .range(0.0..=1.0)
-                    .speed(0.01),
-            )
-            .on_hover_text("Brush strength");
-            egui::ComboBox::from_id_salt("brush_mode")
-                .selected_text(format!("{:?}", b.mode))
-                .show_ui(ui, |ui| {
-                    use crate::paint::BrushMode;
-                    for m in [
-                        BrushMode::Add,
-                        BrushMode::Subtract,
-                        BrushMode::Replace,
-                        BrushMode::Smooth,
-                    ] {
-                        ui.selectable_value(&mut b.mode, m, format!("{m:?}"));
-                    }
-                });
-            ui.add(
-                egui::DragValue::new(&mut b.value)
-                    .range(0.0..=1.0)
-                    .speed(0.01),
-            )
-            .on_hover_text("Amount added or subtracted, or the weight replaced towards");
-            ui.toggle_value(&mut b.mirror_x, "X-mirror");
-        }
+        paint_tools(app, ui);
         ui.separator();
         let frames = app.timeline_frames();
         let baked = app.baked.as_ref().map_or(0, |b| b.frames.len());
@@ -524,7 +493,20 @@ fn viewport(app: &mut DrapeApp, ui: &mut egui::Ui) {
             }
         }
     }
-    if painting {
+    let filling = app.paint.as_ref().is_some_and(|p| p.fill);
+    if painting && filling {
+        // One fill per press, where the button went down.
+        if response.clicked_by(egui::PointerButton::Primary)
+            || response.drag_started_by(egui::PointerButton::Primary)
+        {
+            let at = ui
+                .input(|i| i.pointer.press_origin())
+                .or(response.interact_pointer_pos());
+            if let Some(p) = at {
+                app.fill_at(&camera, local(p), size);
+            }
+        }
+    } else if painting {
         if response.dragged_by(egui::PointerButton::Primary) {
             if let Some(p) = response.interact_pointer_pos() {
                 app.paint_at(&camera, local(p), size);
@@ -773,9 +755,88 @@ fn unsaved_dialog(app: &mut DrapeApp, ctx: &egui::Context) {
     }
 }
 
-/// The legend of the paint-mode colour ramp: weight 0 to 1.
-fn weight_legend(ui: &mut egui::Ui) {
-    ui.label("weight 0");
+/// Paint mode's settings in the timeline bar: the map, its colour legend, the brush and the
+/// Fill tool.
+fn paint_tools(app: &mut DrapeApp, ui: &mut egui::Ui) {
+    use super::paint_mode::map_label;
+    use crate::paint::{BrushMode, Falloff, MapKind};
+    let Some(p) = &app.paint else {
+        return;
+    };
+    let mut kind = p.kind;
+    egui::ComboBox::from_id_salt("paint_map")
+        .selected_text(map_label(kind))
+        .show_ui(ui, |ui| {
+            for k in MapKind::ALL {
+                ui.selectable_value(&mut kind, k, map_label(k));
+            }
+        })
+        .response
+        .on_hover_text("Map to paint");
+    app.set_paint_kind(kind);
+    let Some(p) = &mut app.paint else {
+        return;
+    };
+    map_legend(ui, p.kind);
+    let b = &mut p.brush;
+    ui.add(
+        egui::DragValue::new(&mut b.radius_m)
+            .range(0.005..=1.0)
+            .speed(0.002)
+            .suffix(" m"),
+    )
+    .on_hover_text("Brush radius");
+    ui.add(
+        egui::DragValue::new(&mut b.strength)
+            .range(0.0..=1.0)
+            .speed(0.01),
+    )
+    .on_hover_text("Brush strength");
+    egui::ComboBox::from_id_salt("brush_mode")
+        .selected_text(format!("{:?}", b.mode))
+        .show_ui(ui, |ui| {
+            for m in [
+                BrushMode::Add,
+                BrushMode::Subtract,
+                BrushMode::Replace,
+                BrushMode::Smooth,
+            ] {
+                ui.selectable_value(&mut b.mode, m, format!("{m:?}"));
+            }
+        });
+    egui::ComboBox::from_id_salt("brush_falloff")
+        .selected_text(format!("{:?}", b.falloff))
+        .show_ui(ui, |ui| {
+            for f in [Falloff::Smooth, Falloff::Linear, Falloff::Constant] {
+                ui.selectable_value(&mut b.falloff, f, format!("{f:?}"));
+            }
+        })
+        .response
+        .on_hover_text("Brush falloff");
+    let (lo, hi) = p.kind.range();
+    ui.add(egui::DragValue::new(&mut b.value).range(lo..=hi).speed(
+        if p.kind == MapKind::Attachment {
+            0.01
+        } else {
+            0.05
+        },
+    ))
+    .on_hover_text("Amount added or subtracted, or the value replaced towards");
+    ui.toggle_value(&mut b.mirror_x, "X-mirror");
+    ui.toggle_value(&mut p.fill, "Fill").on_hover_text(
+        "A click fills the connected piece under the cursor with the mode, value and strength",
+    );
+}
+
+/// The legend of the paint-mode colour ramp of map `kind`: weight 0 to 1, or a scale from
+/// 1/max to max in log scale (1 in the middle).
+fn map_legend(ui: &mut egui::Ui, kind: crate::paint::MapKind) {
+    let max = kind.range().1;
+    let (low, high) = match kind {
+        crate::paint::MapKind::Attachment => ("weight 0".to_string(), "1".to_string()),
+        _ => (format!("1/{max}"), format!("{max} (log)")),
+    };
+    ui.label(low);
     let (rect, _) = ui.allocate_exact_size(egui::vec2(80.0, 12.0), egui::Sense::hover());
     let steps = 16;
     for k in 0..steps {
@@ -792,5 +853,5 @@ fn weight_legend(ui: &mut egui::Ui) {
             egui::Color32::from_rgb(to_byte(c[0]), to_byte(c[1]), to_byte(c[2])),
         );
     }
-    ui.label("1");
+    ui.label(high);
 }

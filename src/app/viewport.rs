@@ -17,6 +17,7 @@ use three_d::{
 
 use super::camera::{OrbitCamera, FAR_M, NEAR_M};
 use crate::math::{Real, Vec3};
+use crate::paint::MapKind;
 
 /// A mesh to draw: positions (m), triangles, RGBA colours per vertex (linear, 0–1).
 #[derive(Clone, Debug, Default)]
@@ -103,6 +104,27 @@ pub fn stretch_color(s: Real) -> [f32; 4] {
         let u = (t - 0.5) * 2.0;
         [0.05 + 0.85 * u, 0.8 * (1.0 - u) + 0.1, 0.1, 1.0]
     }
+}
+
+/// The paint-mode colour of value `v` of map `kind`: the attachment weight on the
+/// [`weight_color`] ramp; a scale on the same ramp in log scale ([`scale_ramp`]), so 1 (the
+/// unpainted value) is yellow, smaller values bluer and larger values redder.
+pub fn map_color(kind: MapKind, v: Real) -> [f32; 4] {
+    match kind {
+        MapKind::Attachment => weight_color(v),
+        _ => weight_color(scale_ramp(kind, v)),
+    }
+}
+
+/// Where scale `v` of map `kind` sits on the paint-mode ramp (0–1): `½ + ½·log₁₀ v / log₁₀ max`,
+/// `max` the largest value of the map's range, so `1/max` maps to 0, 1 to ½ and `max` to 1;
+/// 0 and below (or NaN) map to 0.
+pub fn scale_ramp(kind: MapKind, v: Real) -> Real {
+    let decades = kind.range().1.log10().max(1.0);
+    if v.is_nan() || v <= 0.0 {
+        return 0.0;
+    }
+    (0.5 + 0.5 * v.log10() / decades).clamp(0.0, 1.0)
 }
 
 /// The paint-mode colour of an attachment weight `w` (0–1): dark blue at 0 through yellow to
