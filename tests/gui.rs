@@ -827,3 +827,55 @@ fn the_scale_maps_colour_ramp_is_logarithmic_with_one_in_the_middle() {
     assert_eq!(map_color(MapKind::Attachment, 0.25), weight_color(0.25));
     assert_eq!(map_color(MapKind::MassScale, 1.0), weight_color(0.5));
 }
+
+#[test]
+fn paint_mode_paints_the_new_mesh_after_another_scene_is_opened() {
+    use drape::paint::MapKind;
+    let tmp = tempfile::tempdir().unwrap();
+    let other = write_demo(tmp.path(), DemoScene::SphereDrop, Some(12)).unwrap();
+    let mut h = harness(None);
+    loaded(&mut h);
+    h.step();
+    h.get_by_label("Paint").click();
+    h.step();
+    h.state_mut().open(&other);
+    wait_until(&mut h, "the other scene", |a| {
+        a.live.as_ref().is_some_and(|f| f.render.len() == 144)
+    });
+    h.step();
+    assert!(h.state().paint.is_some(), "paint mode stays on");
+    // The flat cloth's corner nearest the camera is on its rim, where a ray can slip past:
+    // aim at the vertex a fifth of the way from that corner to the cloth's centre.
+    let (at, nearest) = {
+        let app = h.state();
+        let r = &app.loaded.as_ref().unwrap().garments[0].render.positions;
+        let centre = r.iter().copied().sum::<drape::math::Vec3>() / r.len() as f32;
+        let eye = app.camera().eye();
+        let corner = r
+            .iter()
+            .copied()
+            .min_by(|a, b| (*a - eye).length().total_cmp(&(*b - eye).length()))
+            .unwrap();
+        let aim = corner + 0.2 * (centre - corner);
+        let (v, p) = r
+            .iter()
+            .enumerate()
+            .min_by(|a, b| (*a.1 - aim).length().total_cmp(&(*b.1 - aim).length()))
+            .unwrap();
+        let rect = app.viewport_rect.unwrap();
+        let s = app
+            .camera()
+            .project(*p, [rect.width(), rect.height()])
+            .unwrap();
+        (rect.min + eframe::egui::vec2(s[0], s[1]), v)
+    };
+    stroke(&mut h, at);
+    let app = h.state();
+    assert!(app.errors.is_empty(), "{:?}", app.errors);
+    let maps = app.doc.scene.garments[0]
+        .maps
+        .clone()
+        .expect("the stroke painted the sphere-drop cloth");
+    assert_eq!(maps.values.len(), 144);
+    assert!(maps.values.get(MapKind::Attachment)[nearest] > 0.0);
+}

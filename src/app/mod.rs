@@ -301,6 +301,7 @@ impl DrapeApp {
         self.scrub = None;
         self.playing = false;
         self.selection = Selection::Scene;
+        self.paint = None;
         if let Ok(mut d) = self.draw.lock() {
             d.garment = Default::default();
             d.body = Default::default();
@@ -324,6 +325,7 @@ impl DrapeApp {
                 // A bake of the replaced scene: stop it; its result will be dropped.
                 self.worker.cancel_bake();
             }
+            self.reload_paint_mesh();
             self.upload_topology(&loaded);
             self.generation += 1;
             self.worker
@@ -356,6 +358,7 @@ impl DrapeApp {
         if scene.garments.is_empty() {
             // Nothing to simulate: stop the worker and forget this scene's frames and bake.
             self.loaded = None;
+            self.paint = None;
             self.live = None;
             self.baked = None;
             self.scrub = None;

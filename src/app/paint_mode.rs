@@ -104,6 +104,30 @@ impl DrapeApp {
         self.refresh_view();
     }
 
+    /// After the loaded scene was replaced (its meshes read again): paint mode moves to the
+    /// [target garment](Self::paint_target)'s new rest mesh, keeping the brush and the map and
+    /// dropping a stroke in progress (its maps fit the old mesh); it is left when there is no
+    /// garment.
+    pub(super) fn reload_paint_mesh(&mut self) {
+        if self.paint.is_none() {
+            return;
+        }
+        let target = self.paint_target();
+        let mesh = self
+            .loaded
+            .as_ref()
+            .and_then(|l| l.garments.get(target))
+            .map(|g| PaintMesh::new(&g.render, DEFAULT_MIRROR_TOLERANCE_M));
+        match (mesh, &mut self.paint) {
+            (Some(mesh), Some(p)) => {
+                p.garment = target;
+                p.mesh = mesh;
+                p.stroke = None;
+            }
+            _ => self.paint = None,
+        }
+    }
+
     /// Paints map `kind` from now on (a stroke in progress is ended first); the brush value
     /// is clamped to the map's range.
     pub fn set_paint_kind(&mut self, kind: MapKind) {
