@@ -96,7 +96,8 @@ pub struct SolverSettings {
     pub self_collision: bool,
     /// Over-relaxation factor `ω` of the stretch projection (1 ≤ ω < 2; 1 is plain
     /// Gauss–Seidel). Each edge's correction and multiplier increment are scaled by `ω`, which
-    /// speeds up how far a sweep carries a load through the mesh: see docs/solver.md.
+    /// speeds up how far a sweep carries a load through the mesh: see docs/solver.md,
+    /// "Over-relaxation of the stretch sweep".
     pub stretch_relaxation: Real,
     /// Distance kept between two layers of cloth when [`Self::self_collision`] is on (m).
     pub self_collision_thickness_m: Real,
