@@ -879,3 +879,113 @@ fn paint_mode_paints_the_new_mesh_after_another_scene_is_opened() {
     assert_eq!(maps.values.len(), 144);
     assert!(maps.values.get(MapKind::Attachment)[nearest] > 0.0);
 }
+
+#[test]
+fn paint_mode_shows_the_brush_circle_on_the_surface_under_the_pointer() {
+    use drape::app::paint_mode::BRUSH_RING_SEGMENTS;
+    use drape::paint::{PaintMesh, DEFAULT_MIRROR_TOLERANCE_M};
+    let mut h = harness(None);
+    loaded(&mut h);
+    h.step();
+    h.get_by_label("Paint").click();
+    h.step();
+    assert!(h.state().paint.is_some(), "paint mode is on");
+    let (at, _) = nearest_vertex_on_screen(h.state(), 0);
+    // Off the garment (the viewport's top left corner, above the skirt): no circle.
+    let corner = h.state().viewport_rect.unwrap().min + eframe::egui::vec2(5.0, 5.0);
+    h.hover_at(corner);
+    h.step();
+    assert_eq!(h.state().brush_circle(), None);
+    assert!(h.state().brush_ring_drawn().is_empty());
+
+    let history = (h.state().doc.can_undo(), h.state().doc.dirty);
+    let scene = h.state().doc.scene.clone();
+    h.hover_at(at);
+    h.step();
+    h.step();
+    let app = h.state();
+    let circle = app.brush_circle().expect("a circle over the garment");
+    // The picked point: the same ray cast on the rest mesh, done here.
+    let rect = app.viewport_rect.unwrap();
+    let size = [rect.width(), rect.height()];
+    let mesh = PaintMesh::new(
+        &app.loaded.as_ref().unwrap().garments[0].render,
+        DEFAULT_MIRROR_TOLERANCE_M,
+    );
+    let (origin, dir) = app
+        .camera()
+        .ray([at.x - rect.left(), at.y - rect.top()], size);
+    let hit = mesh
+        .ray_cast(origin, dir)
+        .expect("the ray hits the garment");
+    assert!(
+        (circle.centre_m - hit.point_m).length() < 1e-3,
+        "centre {:?}, picked {:?}",
+        circle.centre_m,
+        hit.point_m
+    );
+    assert!((circle.normal.length() - 1.0).abs() < 1e-4);
+    assert!(circle.normal.dot(dir) < 0.0, "the normal faces the camera");
+    let radius = app.paint.as_ref().unwrap().brush.radius_m;
+    assert_eq!(circle.radius_m, radius);
+    let check_ring = |app: &DrapeApp, radius: f32| {
+        let c = app.brush_circle().unwrap();
+        let points = c.points(BRUSH_RING_SEGMENTS);
+        assert_eq!(points.len(), BRUSH_RING_SEGMENTS);
+        for p in &points {
+            let d = (*p - c.centre_m).length();
+            assert!((d - radius).abs() <= 0.02 * radius, "{d} m from the centre");
+            // In the plane perpendicular to the normal, a little off the surface.
+            let lift = (*p - c.centre_m).dot(c.normal);
+            assert!(lift > 0.0 && lift < 3e-3, "lifted {lift} m");
+        }
+        // The drawn ring: an annulus around the same circle, as thin as a few pixels.
+        let drawn = app.brush_ring_drawn();
+        assert_eq!(drawn.len(), 2 * BRUSH_RING_SEGMENTS);
+        let mean = drawn
+            .iter()
+            .map(|p| (*p - c.centre_m).length())
+            .sum::<f32>()
+            / drawn.len() as f32;
+        assert!((mean - radius).abs() <= 0.02 * radius, "mean {mean} m");
+        for p in &drawn {
+            let d = (*p - c.centre_m).length();
+            assert!((d - radius).abs() <= 0.2 * radius, "{d} m from the centre");
+        }
+    };
+    check_ring(app, radius);
+    // Hovering is not an edit.
+    assert_eq!((app.doc.can_undo(), app.doc.dirty), history);
+    assert_eq!(app.doc.scene, scene);
+
+    // A larger brush: the ring follows.
+    h.state_mut().paint.as_mut().unwrap().brush.radius_m = 0.15;
+    h.step();
+    assert_eq!(h.state().brush_circle().unwrap().radius_m, 0.15);
+    check_ring(h.state(), 0.15);
+
+    // During a stroke the circle stays.
+    h.drag_at(at);
+    h.step();
+    for k in 1..=6 {
+        h.hover_at(at + eframe::egui::vec2(4.0 * k as f32, 0.0));
+        h.step();
+        assert!(h.state().brush_circle().is_some(), "shown while dragging");
+    }
+    assert!(h.state().painting(), "a stroke is in progress");
+    h.drop_at(at + eframe::egui::vec2(28.0, 0.0));
+    h.step();
+
+    // Off the garment again, then paint mode off: no circle.
+    h.hover_at(corner);
+    h.step();
+    assert_eq!(h.state().brush_circle(), None);
+    assert!(h.state().brush_ring_drawn().is_empty());
+    h.hover_at(at);
+    h.step();
+    assert!(h.state().brush_circle().is_some());
+    h.state_mut().set_paint_mode(false);
+    h.step();
+    assert_eq!(h.state().brush_circle(), None);
+    assert!(h.state().brush_ring_drawn().is_empty());
+}

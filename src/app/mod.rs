@@ -961,6 +961,15 @@ impl DrapeApp {
             .unwrap_or_default()
     }
 
+    /// The brush ring drawn now (m): the vertices of the annulus around the
+    /// [brush circle](Self::brush_circle), empty when none is shown.
+    pub fn brush_ring_drawn(&self) -> Vec<Vec3> {
+        self.draw
+            .lock()
+            .map(|d| d.brush.positions.clone())
+            .unwrap_or_default()
+    }
+
     fn garment_colors(&self, stretch: Option<&[Real]>, n: usize) -> Vec<[f32; 4]> {
         if !self.view.proxy {
             if let (Some(w), Some(p), Some(l)) = (self.painted_weights(), &self.paint, &self.loaded)

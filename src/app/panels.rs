@@ -543,6 +543,13 @@ fn viewport(app: &mut DrapeApp, ui: &mut egui::Ui) {
             camera.zoom(scroll);
         }
     }
+    // The brush circle follows the pointer over the painted garment, also during a stroke.
+    let pointer = response.hover_pos().or_else(|| {
+        response
+            .dragged()
+            .then(|| response.interact_pointer_pos())?
+    });
+    app.hover_brush(&camera, pointer.map(local), size);
     app.set_camera(camera);
     super::viewport::paint(ui, rect, &app.draw);
     if app.doc.scene.garments.is_empty() {

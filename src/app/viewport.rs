@@ -10,9 +10,9 @@ use std::sync::{Arc, Mutex};
 
 use eframe::{egui, egui_glow, glow};
 use three_d::{
-    AmbientLight, Camera, ClearState, ColorMaterial, Context, CpuMaterial, CpuMesh,
-    DirectionalLight, Gm, Indices, Mesh, PhysicalMaterial, Positions, RenderTarget, ScissorBox,
-    Srgba, Viewport,
+    AmbientLight, Camera, ClearState, ColorMaterial, Context, CpuMaterial, CpuMesh, DepthTest,
+    DirectionalLight, Gm, Indices, Mesh, PhysicalMaterial, Positions, RenderStates, RenderTarget,
+    ScissorBox, Srgba, Viewport,
 };
 
 use super::camera::{OrbitCamera, FAR_M, NEAR_M};
@@ -79,6 +79,9 @@ pub struct SceneDraw {
     pub show_garment: bool,
     /// Overlay the garments' edges.
     pub wireframe: bool,
+    /// The brush ring of paint mode, drawn on top in [`BRUSH_RING_COLOR`](super::paint_mode::BRUSH_RING_COLOR)
+    /// (empty when none is shown).
+    pub brush: DrawMesh,
     /// The camera.
     pub camera: OrbitCamera,
 }
@@ -185,10 +188,18 @@ struct GpuMesh {
     data_version: u64,
 }
 
+/// The GPU brush ring and the versions of the data it holds.
+struct GpuRing {
+    model: Gm<Mesh, ColorMaterial>,
+    topology_version: u64,
+    data_version: u64,
+}
+
 struct Gpu {
     context: Context,
     garment: Option<GpuMesh>,
     body: Option<GpuMesh>,
+    brush: Option<GpuRing>,
     grid: Gm<Mesh, ColorMaterial>,
 }
 
@@ -269,7 +280,49 @@ impl Gpu {
             context,
             garment: None,
             body: None,
+            brush: None,
             grid,
+        }
+    }
+
+    /// Keeps the brush ring in step with `mesh`: a flat colour (its first vertex colour),
+    /// drawn over everything so the surface does not hide it.
+    fn sync_ring(context: &Context, slot: &mut Option<GpuRing>, mesh: &DrawMesh) {
+        if mesh.is_empty() {
+            *slot = None;
+            return;
+        }
+        match slot {
+            Some(r) if r.topology_version == mesh.topology_version => {
+                if r.data_version != mesh.data_version {
+                    let positions: Vec<_> = mesh.positions.iter().map(|&p| v3(p)).collect();
+                    let _ = r.model.geometry.set_positions(&positions);
+                    r.data_version = mesh.data_version;
+                }
+            }
+            _ => {
+                let cpu = CpuMesh {
+                    positions: Positions::F32(mesh.positions.iter().map(|&p| v3(p)).collect()),
+                    indices: Indices::U32(mesh.indices.iter().flatten().copied().collect()),
+                    ..Default::default()
+                };
+                let color = mesh.colors.first().map_or(Srgba::WHITE, |c| srgba(*c));
+                *slot = Some(GpuRing {
+                    model: Gm::new(
+                        Mesh::new(context, &cpu),
+                        ColorMaterial {
+                            color,
+                            render_states: RenderStates {
+                                depth_test: DepthTest::Always,
+                                ..Default::default()
+                            },
+                            ..Default::default()
+                        },
+                    ),
+                    topology_version: mesh.topology_version,
+                    data_version: mesh.data_version,
+                });
+            }
         }
     }
 
@@ -341,6 +394,7 @@ impl Gpu {
         let context = self.context.clone();
         Self::sync(&context, &mut self.garment, &scene.garment, 0.8);
         Self::sync(&context, &mut self.body, &scene.body, 0.6);
+        Self::sync_ring(&context, &mut self.brush, &scene.brush);
 
         // SAFETY: plain GL state calls on the context egui is painting with, on its thread.
         #[allow(unsafe_code)]
@@ -422,6 +476,9 @@ impl Gpu {
                     }
                 }
             }
+        }
+        if let Some(ring) = &self.brush {
+            target.render_partially(scissor, &camera, &ring.model, &[]);
         }
         // three-d takes the framebuffer back; egui goes on drawing into it.
         let _ = target.into_framebuffer();
