@@ -19,6 +19,54 @@ struct Cli {
     command: Option<Command>,
 }
 
+/// `drape maps export | import`.
+#[derive(Subcommand)]
+enum MapsCommand {
+    /// Write a garment's render mesh with its painted maps (unpainted values where it has
+    /// none) to a .glb.
+    Export {
+        /// The scene file (.ron).
+        scene: PathBuf,
+        /// The garment's name in the scene.
+        garment: String,
+        /// Output glTF binary (.glb).
+        out: PathBuf,
+    },
+    /// Read painted maps from a glTF onto a garment and save the scene. The glTF mesh must be
+    /// the garment's render mesh: same vertices in the same order (within 0.1 mm).
+    Import {
+        /// The scene file (.ron); it is rewritten atomically.
+        scene: PathBuf,
+        /// The garment's name in the scene.
+        garment: String,
+        /// The glTF file (.glb or .gltf) with _DRAPE_* vertex attributes.
+        input: PathBuf,
+    },
+}
+
+fn run_maps(command: MapsCommand) -> Result<(), String> {
+    match command {
+        MapsCommand::Export {
+            scene,
+            garment,
+            out,
+        } => drape::paint::export_garment_maps(&scene, &garment, &out)
+            .map(|n| println!("wrote {} ({garment}: {n} vertices)", out.display())),
+        MapsCommand::Import {
+            scene,
+            garment,
+            input,
+        } => drape::paint::import_garment_maps(&scene, &garment, &input).map(|n| {
+            println!(
+                "read the maps of {garment} ({n} vertices) from {}; saved {}",
+                input.display(),
+                scene.display()
+            )
+        }),
+    }
+    .map_err(|e| e.to_string())
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Bake a scene: simulate its timeline and export the garment animation.
@@ -67,6 +115,10 @@ enum Command {
     },
     /// Manage fabric and solver presets: the built-ins and the user library.
     Preset(preset_cli::PresetArgs),
+    /// Export or import a garment's painted maps as glTF vertex attributes (_DRAPE_PIN,
+    /// _DRAPE_STRETCH_SCALE, _DRAPE_BEND_SCALE, _DRAPE_MASS_SCALE and COLOR_0).
+    #[command(subcommand)]
+    Maps(MapsCommand),
     /// Run the Cusick drape test (30 cm specimen on an 18 cm pedestal) on a fabric preset and
     /// print its drape coefficient.
     DrapeTest(cusick_cli::DrapeTestArgs),
@@ -147,6 +199,7 @@ fn main() -> ExitCode {
             .map(|r| print!("{r}"))
             .map_err(|e| e.to_string()),
         Some(Command::Preset(args)) => preset_cli::run(args),
+        Some(Command::Maps(command)) => run_maps(command),
         Some(Command::DrapeTest(args)) => cusick_cli::run(args),
         Some(Command::Open { scene }) => open_app(Some(scene)),
         None => open_app(None),

@@ -354,3 +354,108 @@ fn repainting_a_loaded_garment_updates_its_pins_without_reloading() {
     let e = g.repaint(&path).unwrap_err().to_string();
     assert!(e.contains("sheet"), "{e}");
 }
+
+/// `drape maps export` writes a garment's maps as glTF attributes (validator-clean) and
+/// `drape maps import` reads them back onto the scene bit for bit; a wrong garment, a mesh
+/// that is not the garment's and a glTF without maps are errors naming the file, and leave
+/// the scene untouched.
+#[test]
+fn maps_export_and_import_through_the_command_line() {
+    use drape::io::gltf_export::{write_painted_glb, PaintedMesh};
+    let tmp = tempfile::tempdir().unwrap();
+    let mesh = grid_cloth(1.0, 9, 1.0);
+    let n = mesh.positions.len();
+    let mut maps = VertexMaps::new(n);
+    for (i, v) in maps.get_mut(MapKind::Attachment).iter_mut().enumerate() {
+        *v = (i as Real * 0.61).sin().abs();
+    }
+    maps.get_mut(MapKind::StretchScale)[5] = 7.5;
+    maps.get_mut(MapKind::MassScale)[9] = 0.5;
+    let (scene, path) = scene_with(tmp.path(), &mesh, maps.clone());
+    scene.save(&path).unwrap();
+    let drape = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_drape"))
+            .args(args)
+            .current_dir(tmp.path())
+            .output()
+            .unwrap()
+    };
+    let out = drape(&["maps", "export", "scene.ron", "sheet", "sheet-maps.glb"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report = common::validate_gltf(&tmp.path().join("sheet-maps.glb"));
+    assert_eq!(report.errors, 0, "{:?}", report.messages);
+
+    // Clear the scene's maps, then import them back.
+    let mut cleared = Scene::load(&path).unwrap();
+    cleared.garments[0].maps = None;
+    cleared.save(&path).unwrap();
+    let out = drape(&["maps", "import", "scene.ron", "sheet", "sheet-maps.glb"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let back = Scene::load(&path).unwrap();
+    let back = &back.garments[0]
+        .maps
+        .as_ref()
+        .expect("maps imported")
+        .values;
+    for kind in MapKind::ALL {
+        let a: Vec<u32> = maps.get(kind).iter().map(|v| v.to_bits()).collect();
+        let b: Vec<u32> = back.get(kind).iter().map(|v| v.to_bits()).collect();
+        assert_eq!(a, b, "{kind:?}");
+    }
+    let before = std::fs::read(&path).unwrap();
+
+    // Errors: each names the file or the garment, exits non-zero and leaves the scene alone.
+    let e = drape(&["maps", "import", "scene.ron", "coat", "sheet-maps.glb"]);
+    let msg = String::from_utf8_lossy(&e.stderr).to_string();
+    assert!(
+        !e.status.success() && msg.contains("coat") && msg.contains("sheet"),
+        "{msg}"
+    );
+    let other = grid_cloth(1.0, 5, 1.0);
+    write_painted_glb(
+        &tmp.path().join("other.glb"),
+        &[PaintedMesh {
+            mesh: &other,
+            maps: Some(&VertexMaps::new(other.positions.len())),
+        }],
+    )
+    .unwrap();
+    let e = drape(&["maps", "import", "scene.ron", "sheet", "other.glb"]);
+    let msg = String::from_utf8_lossy(&e.stderr).to_string();
+    assert!(
+        !e.status.success() && msg.contains("other.glb") && msg.contains("25 vertices"),
+        "{msg}"
+    );
+    let mut moved = mesh.clone();
+    moved.positions[4].y += 0.01;
+    write_painted_glb(
+        &tmp.path().join("moved.glb"),
+        &[PaintedMesh {
+            mesh: &moved,
+            maps: Some(&maps),
+        }],
+    )
+    .unwrap();
+    let e = drape(&["maps", "import", "scene.ron", "sheet", "moved.glb"]);
+    let msg = String::from_utf8_lossy(&e.stderr).to_string();
+    assert!(!e.status.success() && msg.contains("vertex 4"), "{msg}");
+    let e = drape(&["maps", "import", "scene.ron", "sheet", "g.glb"]);
+    let msg = String::from_utf8_lossy(&e.stderr).to_string();
+    assert!(
+        !e.status.success() && msg.contains("g.glb") && msg.contains("no painted maps"),
+        "{msg}"
+    );
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        before,
+        "a failed import changed the scene"
+    );
+}

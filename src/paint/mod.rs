@@ -57,12 +57,16 @@
 //! their values before and after, which [`History`] undoes and redoes bit for bit.
 
 mod brush;
+mod exchange;
 mod maps;
 mod to_sim;
 
 pub use brush::{
     Brush, BrushError, BrushMode, Falloff, History, Hit, MapEdit, PaintMesh, Stroke,
     PAINT_WELD_TOLERANCE_M,
+};
+pub use exchange::{
+    export_garment_maps, import_garment_maps, ExchangeError, IMPORT_POSITION_TOLERANCE_M,
 };
 pub use maps::{
     attachment_compliance_m_per_n, decode_map, encode_map, encode_text, Attach, GarmentMaps,
