@@ -42,7 +42,18 @@ fn standard_scene(c: &mut Criterion) {
     for n in [32u32, 64, 128] {
         let dir = tempfile::tempdir().expect("temp dir");
         let loaded = load(n, dir.path());
-        let full = bake(&loaded, &BakeOptions::default()).expect("bake");
+        // A resolution the solver cannot hold at these substeps is reported, not timed: timing
+        // a diverging drape would measure rollbacks, and the other sizes still run.
+        let full = match bake(&loaded, &BakeOptions::default()) {
+            Ok(full) => full,
+            Err(e) => {
+                eprintln!(
+                    "N = {n} ({} vertices): not timed, the bake failed: {e}",
+                    n * n
+                );
+                continue;
+            }
+        };
         eprintln!(
             "N = {n} ({} vertices): full 60-frame bake {:.1} ms/frame, max stretch {:.1} % (last frame {:.1} %), penetrations {}",
             n * n,
