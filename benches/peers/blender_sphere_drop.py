@@ -63,8 +63,6 @@ def parse_args():
     p.add_argument("--self-collision", action="store_true")
     p.add_argument("--tolerance", type=float, default=0.001,
                    help="penetration tolerance below the radius (m)")
-    p.add_argument("--threads", type=int, default=0,
-                   help="Blender threads (0: automatic, all cores)")
     return p.parse_args(argv)
 
 
@@ -143,9 +141,6 @@ def main():
     scene.frame_start = 1
     scene.frame_end = args.frames
     scene.unit_settings.scale_length = 1.0
-    if args.threads > 0:
-        scene.render.threads_mode = "FIXED"
-        scene.render.threads = args.threads
 
     # Collider: UV sphere, Collision modifier with its defaults.
     bpy.ops.mesh.primitive_uv_sphere_add(
@@ -231,7 +226,6 @@ def main():
         "bake_cpu_seconds": bake_cpu_s,
         "load_average": os.getloadavg(),
         "is_baked": bool(cache.is_baked),
-        "threads": scene.render.threads,
         "cpu_count": os.cpu_count(),
         "last_frame": last,
         "summary": {

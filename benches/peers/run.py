@@ -63,17 +63,19 @@ def drape_bake(drape, work, n, substeps, repeat):
     return best
 
 
-def blender_bake(blender, work, n, quality, frames, topology, repeat, extra):
+def blender_bake(blender, work, n, quality, frames, topology, repeat, extra, threads):
     best = None
     for k in range(repeat):
         out = work / f"blender-{n}-q{quality}-{topology}-{k}.json"
         load = os.getloadavg()[0]
-        run([blender, "-b", "--factory-startup", "--python", HERE / "blender_sphere_drop.py",
+        run([blender, "-b", "--factory-startup", "-t", str(threads),
+             "--python", HERE / "blender_sphere_drop.py",
              "--", "--grid", str(n), "--quality", str(quality), "--frames", str(frames),
              "--topology", topology, "--out", out, *extra],
             log=out.with_suffix(".log"))
         res = json.loads(out.read_text())
         res["load_average_1min_before"] = load
+        res["blender_threads_option"] = threads
         if best is None or res["s_per_frame"] < best["s_per_frame"]:
             best = res
     return best
@@ -98,8 +100,10 @@ def main():
                    help="what the drape binary was built from, for the table "
                         "(default: `git describe --dirty` of this checkout)")
     p.add_argument("--blender", default=shutil.which("blender") or "blender")
+    p.add_argument("--blender-threads", type=int, default=0,
+                   help="Blender's thread count (its -t option); 0: all cores")
     p.add_argument("--blender-arg", action="append", default=[],
-                   help="extra argument for blender_sphere_drop.py (repeatable), e.g. --blender-arg=--threads=1")
+                   help="extra argument for blender_sphere_drop.py (repeatable), e.g. --blender-arg=--mass=0.0001")
     p.add_argument("--out-dir", default=None, help="keep the scenes, bakes and JSON here")
     args = p.parse_args()
 
@@ -132,7 +136,7 @@ def main():
         for q in args.qualities:
             print(f"blender N={n} quality {q} ...", file=sys.stderr, flush=True)
             b = blender_bake(args.blender, work, n, q, args.frames, args.topology, args.repeat,
-                             args.blender_arg)
+                             args.blender_arg, args.blender_threads)
             if b["vertices"] != d["proxy_vertices"]:
                 sys.exit(f"error: Blender has {b['vertices']} vertices, Drape {d['proxy_vertices']}")
             rows.append({"n": n, "quality": q, "blender": b, "drape": d})
@@ -141,7 +145,8 @@ def main():
 
     (work / "results.json").write_text(json.dumps({"versions": versions, "rows": rows}, indent=1))
 
-    print(f"Blender: {versions['blender']}, cloth mesh {args.topology}, defaults (Cotton preset); "
+    print(f"Blender: {versions['blender']}, cloth mesh {args.topology}, defaults (Cotton preset), "
+          f"{args.blender_threads or 'all'} threads; "
           f"Drape: {versions['drape']} ({versions['drape_git']}), {args.substeps} substeps x 1 "
           f"iteration; {args.frames} frames at 24 fps; best of {args.repeat}. "
           f"Penetrations: last frame / most at any frame.\n")
