@@ -8,12 +8,14 @@ pub mod camera;
 pub mod document;
 pub mod paint_mode;
 mod panels;
+pub mod recovery;
 pub mod viewport;
 pub mod worker;
 
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, Receiver};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use eframe::egui;
 
@@ -113,6 +115,24 @@ impl Default for ViewOptions {
     }
 }
 
+/// Settings fixed when the app starts.
+#[derive(Clone, Debug)]
+pub struct AppOptions {
+    /// The folder for recovery files (None: [`recovery::default_dir`]).
+    pub recovery_dir: Option<PathBuf>,
+    /// How often unsaved changes are autosaved to the recovery file.
+    pub autosave_interval: Duration,
+}
+
+impl Default for AppOptions {
+    fn default() -> Self {
+        Self {
+            recovery_dir: None,
+            autosave_interval: recovery::DEFAULT_AUTOSAVE_INTERVAL,
+        }
+    }
+}
+
 /// The application.
 pub struct DrapeApp {
     /// The scene being edited.
@@ -162,6 +182,10 @@ pub struct DrapeApp {
     pub viewport_rect: Option<egui::Rect>,
     /// Paint mode, when it is on.
     pub paint: Option<paint_mode::PaintMode>,
+    /// Unsaved changes left by an app that did not close normally, offered at start-up.
+    pub recovery: Option<recovery::Offer>,
+    /// Writes the unsaved changes to this app's recovery file.
+    pub autosave: recovery::Autosave,
     /// Set once the window may close.
     allow_close: bool,
     worker: Worker,
@@ -191,6 +215,20 @@ fn scratch_dir() -> PathBuf {
 impl DrapeApp {
     /// The app on the built-in default scene (`scene = None`) or on a scene file.
     pub fn new(ctx: &egui::Context, scene: Option<&Path>) -> Self {
+        Self::with_options(ctx, scene, AppOptions::default())
+    }
+
+    /// [`DrapeApp::new`] with `options`. At start-up, unsaved changes that another Drape left
+    /// in the recovery folder are offered ([`recovery::find`]): those for `scene`, or those
+    /// for any scene when the app starts on the default scene.
+    pub fn with_options(ctx: &egui::Context, scene: Option<&Path>, options: AppOptions) -> Self {
+        let recovery_dir = options.recovery_dir.or_else(recovery::default_dir);
+        if recovery_dir.is_none() {
+            log::warn!(
+                "no folder for recovery files (is HOME set?): autosave is off; set {} to a folder",
+                recovery::RECOVERY_DIR_ENV
+            );
+        }
         let repaint_ctx = ctx.clone();
         let worker = Worker::spawn(move || repaint_ctx.request_repaint());
         let (presets, preset_error) = match Library::open_default() {
@@ -224,6 +262,10 @@ impl DrapeApp {
             pending: None,
             viewport_rect: None,
             paint: None,
+            recovery: recovery_dir
+                .as_deref()
+                .and_then(|d| recovery::find(d, scene)),
+            autosave: recovery::Autosave::new(recovery_dir, options.autosave_interval),
             allow_close: false,
             worker,
             draw: Arc::new(Mutex::new(SceneDraw {
@@ -279,6 +321,8 @@ impl DrapeApp {
         };
         match LoadedScene::from_scene(scene.clone(), path) {
             Ok(loaded) => {
+                // The changes of the scene replaced were saved or discarded.
+                self.autosave.clear();
                 self.doc = Document::new(scene, path.to_path_buf(), true);
                 self.set_loaded(loaded, true);
                 self.frame_all();
@@ -294,6 +338,7 @@ impl DrapeApp {
 
     /// A new, empty scene (untitled).
     pub fn new_scene(&mut self) {
+        self.autosave.clear();
         self.doc = Document::new(Scene::default(), scratch_dir().join("scene.ron"), false);
         self.loaded = None;
         self.live = None;
@@ -438,6 +483,7 @@ impl DrapeApp {
     pub fn save_to(&mut self, path: &Path) -> bool {
         match self.doc.save_as(path, self.scratch.as_deref()) {
             Ok(()) => {
+                self.autosave.clear();
                 self.remember(path);
                 self.status = format!("saved {}", path.display());
                 // Paths were rewritten; the loaded meshes are the same files.
@@ -453,6 +499,69 @@ impl DrapeApp {
                 self.fail(e.to_string());
                 false
             }
+        }
+    }
+
+    /// The recovery dialog's Recover: the offered scene, with its unsaved changes, replaces
+    /// the open one. Its recovery file is kept until this app's own autosave has the changes.
+    /// A scene whose files cannot be read any more is refused with an error, and the recovery
+    /// file is kept.
+    pub fn recover(&mut self) {
+        let Some(offer) = self.recovery.take() else {
+            return;
+        };
+        let scene = offer.scene.clone();
+        let loaded = if scene.garments.is_empty() {
+            None
+        } else {
+            match LoadedScene::from_scene(scene.clone(), &offer.scene_path) {
+                Ok(l) => Some(l),
+                Err(e) => {
+                    return self.fail(format!(
+                        "cannot recover the unsaved changes in {}: {e}; the file is kept",
+                        offer.file.display()
+                    ));
+                }
+            }
+        };
+        self.new_scene();
+        let mut doc = Document::new(scene, offer.scene_path.clone(), offer.titled);
+        doc.dirty = true;
+        self.doc = doc;
+        if !offer.titled {
+            // An untitled scene's files are in the scratch folder of the app that stopped:
+            // Save As copies them from there.
+            self.scratch = offer.scene_path.parent().map(Path::to_path_buf);
+        }
+        if let Some(loaded) = loaded {
+            self.set_loaded(loaded, true);
+            self.frame_all();
+        }
+        self.autosave.adopt(offer.file);
+        self.status = format!("recovered the unsaved changes of {}", self.doc.title());
+    }
+
+    /// The recovery dialog's Discard: removes the offered recovery file.
+    pub fn discard_recovery(&mut self) {
+        let Some(offer) = self.recovery.take() else {
+            return;
+        };
+        match std::fs::remove_file(&offer.file) {
+            Ok(()) => self.status = "discarded the unsaved changes found at start-up".into(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => self.fail(format!("{}: cannot remove: {e}", offer.file.display())),
+        }
+    }
+
+    /// Autosaves unsaved changes when due (see [`recovery`]).
+    fn autosave_tick(&mut self, ctx: &egui::Context) {
+        let Self { doc, autosave, .. } = self;
+        if let Some(e) = autosave.tick(&doc.scene, &doc.path, doc.titled, doc.dirty) {
+            log::warn!("{e}");
+            self.status = e;
+        }
+        if self.doc.dirty {
+            ctx.request_repaint_after(self.autosave.due_in().max(Duration::from_millis(50)));
         }
     }
 
@@ -537,6 +646,8 @@ impl DrapeApp {
             Pending::New => self.new_scene(),
             Pending::Open(p) => self.open(&p),
             Pending::Close => {
+                // Saved or discarded: nothing left to recover.
+                self.autosave.clear();
                 self.allow_close = true;
                 self.egui_ctx
                     .send_viewport_cmd(egui::ViewportCommand::Close);
@@ -1357,8 +1468,22 @@ impl eframe::App for DrapeApp {
             self.doc.title()
         )));
         panels::show(self, ui);
+        recovery::dialog(self, &ctx);
+        self.autosave_tick(&ctx);
         if self.playing || self.baking.is_some() || self.dialog.is_some() {
             ctx.request_repaint_after(std::time::Duration::from_millis(30));
+        }
+    }
+}
+
+impl Drop for DrapeApp {
+    /// A normal exit (no unsaved changes, or the artist answered the unsaved-changes dialog)
+    /// removes the recovery file; a panic, or an exit that skipped the dialog, keeps it.
+    fn drop(&mut self) {
+        if !std::thread::panicking() && (!self.doc.dirty || self.allow_close) {
+            self.autosave.clear();
+        } else {
+            self.autosave.wait();
         }
     }
 }

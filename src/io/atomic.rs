@@ -3,6 +3,12 @@
 //! A rename within one directory (one file system) replaces the target in a single step, so a
 //! reader sees either the old file or the complete new one, never a truncated mix. If writing
 //! fails, the temporary file is removed and the old target is left untouched.
+//!
+//! The steps: create `.NAME.PID-COUNTER-NANOS.tmp` beside the target (hidden, and never taken
+//! for the file itself), write through a buffer, flush, `fsync` the file, rename it over the
+//! target, then `fsync` the folder so the rename itself is on disk. A process killed at any
+//! point leaves the old file or the complete new one, and at worst a stray temporary file
+//! (`tests/crash_safe.rs` kills the `drape` binary mid-save to check this).
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufWriter, Write};
@@ -51,6 +57,22 @@ where
         return Err(e);
     }
     sync_dir(&dir);
+    Ok(())
+}
+
+/// Renames `from` to `to` (one step, as [`write_atomic`] does its last step), then flushes
+/// the folder entries of both to disk, so the rename survives a power cut.
+pub fn rename(from: &Path, to: &Path) -> io::Result<()> {
+    fs::rename(from, to)?;
+    let dir = |p: &Path| match p.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let (a, b) = (dir(from), dir(to));
+    sync_dir(&b);
+    if a != b {
+        sync_dir(&a);
+    }
     Ok(())
 }
 

@@ -314,7 +314,7 @@ impl Library {
     pub fn rename(&self, kind: PresetKind, from: &str, to: &str) -> Result<PathBuf, PresetError> {
         let from_path = self.existing_user(kind, from)?;
         let to_path = self.target(kind, to, false)?;
-        fs::rename(&from_path, &to_path).map_err(|source| PresetError::Io {
+        crate::io::atomic::rename(&from_path, &to_path).map_err(|source| PresetError::Io {
             path: from_path,
             source,
         })?;
