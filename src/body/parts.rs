@@ -1,13 +1,25 @@
 //! Reading the body's mesh instances: triangle primitives merged per instance, morph targets,
 //! and skin joints and weights, checked and normalised.
+//!
+//! Every attribute's count is checked against POSITION's before it is read. NaN or infinite
+//! positions and out-of-range indices are errors naming the mesh, the primitive and the
+//! accessor. Repairs, each counted and reported once per file in [`crate::body::Rig::warnings`]:
+//!
+//! ```text
+//! w_k < 0 or not finite  →  w_k = 0            (then renormalised like any other vertex)
+//! Σ w_k ≠ 1              →  w_k = w_k / Σ w     (when Σ w ≥ ZERO_WEIGHT_SUM)
+//! Σ w_k ≈ 0              →  w = (1, 0, 0, 0)    (bound to the vertex's first listed joint)
+//! |n| ≈ 0 or not finite  →  n = area-weighted normal of the vertex's faces
+//! ```
 
 use gltf::mesh::Mode;
 use gltf::Semantic;
 
 use crate::body::load::Ctx;
 use crate::body::{BodyError, BodyPart, Node, Skin};
-use crate::io::gltf_common::{self, GltfFile};
+use crate::io::gltf_common::{self, GltfFile, REEXPORT};
 use crate::math::{Vec2, Vec3};
+use crate::mesh::Mesh;
 
 /// Skin weights whose sum is further than this from 1 are reported as not normalised.
 const WEIGHT_SUM_TOLERANCE: f32 = 1e-3;
@@ -67,19 +79,31 @@ pub(super) fn read_parts(
     Ok(parts)
 }
 
-/// Counts of skin-weight repairs over the whole file.
+/// Counts of skin-weight and normal repairs over the whole file.
 #[derive(Default)]
 struct WeightRepair {
+    /// Vertices with a negative or non-finite weight, set to 0 before normalising.
+    negative: usize,
     /// Vertices whose weights did not sum to 1.
     normalised: usize,
     /// Vertices with no weight at all, bound to their first joint.
     unweighted: usize,
     /// Mesh names with a `JOINTS_1` set, which is ignored.
     extra_sets: Vec<String>,
+    /// Zero-length or non-finite normals, recomputed from the faces: `(mesh, primitive,
+    /// accessor, count)`.
+    normals: Vec<(String, usize, usize, usize)>,
 }
 
 impl WeightRepair {
     fn report(&self, label: &str, warnings: &mut Vec<String>) {
+        if self.negative > 0 {
+            warnings.push(format!(
+                "{label}: {} vertices have negative or non-finite skin weights; those weights \
+                 are set to 0 and the rest renormalised (check the weight painting)",
+                self.negative
+            ));
+        }
         if self.normalised > 0 {
             warnings.push(format!(
                 "{label}: skin weights of {} vertices did not sum to 1; normalised",
@@ -97,6 +121,12 @@ impl WeightRepair {
                 "{label}: meshes {:?} have more than 4 joint influences per vertex (JOINTS_1); \
                  only JOINTS_0 and WEIGHTS_0 are used",
                 self.extra_sets
+            ));
+        }
+        for (mesh, p, acc, count) in &self.normals {
+            warnings.push(format!(
+                "{label}: mesh '{mesh}', primitive {p}: {count} normals in NORMAL (accessor \
+                 {acc}) are zero-length or not finite; recomputed from the faces"
             ));
         }
     }
@@ -143,6 +173,8 @@ fn read_part(
     };
     let mut any = false;
     for prim in mesh.primitives() {
+        // Where this primitive's normals start in `part.normals`, and their accessor.
+        let mut normals_at = None;
         let p = prim.index();
         if !matches!(
             prim.mode(),
@@ -152,12 +184,21 @@ fn read_part(
         }
         any = true;
         let err = |e: String| bad(format!("primitive {p}: {e}"));
-        let acc = prim
+        let pos_acc = prim
             .get(&Semantic::Positions)
-            .ok_or_else(|| err("no POSITION attribute".into()))?;
-        let positions = gltf_common::read_vec3(&acc, buffers, "POSITION").map_err(err)?;
+            .ok_or_else(|| err(format!("no POSITION attribute; {REEXPORT}")))?;
+        let positions = gltf_common::read_vec3(&pos_acc, buffers, "POSITION").map_err(err)?;
         let n = positions.len();
+        if let Some(v) = positions.iter().position(|x| !x.is_finite()) {
+            return Err(err(format!(
+                "POSITION (accessor {}) element {v} is {:?}; positions must be finite numbers: \
+                 fix or delete that vertex in the modelling tool and export the file again",
+                pos_acc.index(),
+                positions[v].to_array()
+            )));
+        }
         let base = part.positions.len();
+        // Every attribute has one entry per vertex: checked before it is read.
         let check_len = |what: &str, len: usize| {
             if len == n {
                 Ok(())
@@ -169,14 +210,18 @@ fn read_part(
         };
         match (prim.get(&Semantic::Normals), part.normals.as_mut()) {
             (Some(acc), Some(all)) => {
+                gltf_common::check_count(&acc, n, "NORMAL").map_err(err)?;
                 let v = gltf_common::read_vec3(&acc, buffers, "NORMAL").map_err(err)?;
                 check_len("NORMAL", v.len())?;
+                let start = all.len();
                 all.extend(v);
+                normals_at = Some((start, acc.index()));
             }
             _ => part.normals = None,
         }
         match (prim.get(&Semantic::TexCoords(0)), part.uvs.as_mut()) {
             (Some(acc), Some(all)) => {
+                gltf_common::check_count(&acc, n, "TEXCOORD_0").map_err(err)?;
                 let v: Vec<Vec2> =
                     gltf_common::read_vec2(&acc, buffers, "TEXCOORD_0").map_err(err)?;
                 check_len("TEXCOORD_0", v.len())?;
@@ -189,10 +234,29 @@ fn read_part(
             None => (0..n as u32).collect(),
         };
         let triangles = triangulate(prim.mode(), &indices).map_err(err)?;
-        if let Some(&i) = triangles.iter().flatten().find(|&&i| i as usize >= n) {
+        if let Some(entry) = indices.iter().position(|&i| i as usize >= n) {
             return Err(err(format!(
-                "an index refers to vertex {i}, but there are {n}"
+                "indices (accessor {}) entry {entry} refers to vertex {}, but POSITION \
+                 (accessor {}) has {n} vertices; the file is damaged: {REEXPORT}",
+                prim.indices().map_or(0, |a| a.index()),
+                indices[entry],
+                pos_acc.index()
             )));
+        }
+        if let Some((start, acc)) = normals_at {
+            if let Some(ns) = part.normals.as_mut().and_then(|all| all.get_mut(start..)) {
+                let bad: Vec<usize> = (0..ns.len())
+                    .filter(|&v| !ns[v].is_finite() || ns[v].length_squared() < 1e-24)
+                    .collect();
+                if !bad.is_empty() {
+                    let faces = Mesh::new(name.clone(), Vec::new(), triangles.clone());
+                    let computed = faces.vertex_normals_for(&positions);
+                    for &v in &bad {
+                        ns[v] = computed[v];
+                    }
+                    repair.normals.push((name.clone(), p, acc, bad.len()));
+                }
+            }
         }
         let offset = u32::try_from(base)
             .ok()
@@ -210,6 +274,7 @@ fn read_part(
         for (k, target) in prim_targets.iter().enumerate() {
             let deltas = match target.positions() {
                 Some(acc) => {
+                    gltf_common::check_count(&acc, n, "morph target POSITION").map_err(err)?;
                     let d = gltf_common::read_vec3(&acc, buffers, "morph target POSITION")
                         .map_err(err)?;
                     check_len(&format!("morph target {k} POSITION"), d.len())?;
@@ -221,14 +286,20 @@ fn read_part(
         }
         if let Some(skin_data) = skin_data {
             let s = skin.unwrap_or(0);
-            let acc = prim
-                .get(&Semantic::Joints(0))
-                .ok_or_else(|| err(format!("skinned by skin {s} but has no JOINTS_0")))?;
+            let acc = prim.get(&Semantic::Joints(0)).ok_or_else(|| {
+                err(format!(
+                    "skinned by skin {s} but has no JOINTS_0; {REEXPORT}"
+                ))
+            })?;
+            gltf_common::check_count(&acc, n, "JOINTS_0").map_err(err)?;
             let joints = gltf_common::read_joints(&acc, buffers, "JOINTS_0").map_err(err)?;
             check_len("JOINTS_0", joints.len())?;
-            let acc = prim
-                .get(&Semantic::Weights(0))
-                .ok_or_else(|| err(format!("skinned by skin {s} but has no WEIGHTS_0")))?;
+            let acc = prim.get(&Semantic::Weights(0)).ok_or_else(|| {
+                err(format!(
+                    "skinned by skin {s} but has no WEIGHTS_0; {REEXPORT}"
+                ))
+            })?;
+            gltf_common::check_count(&acc, n, "WEIGHTS_0").map_err(err)?;
             let weights = gltf_common::read_float_or_normalized(&acc, buffers, 4, "WEIGHTS_0")
                 .map_err(err)?;
             check_len("WEIGHTS_0", weights.len() / 4)?;
@@ -246,10 +317,8 @@ fn read_part(
                 }
                 let mut w = [w[0], w[1], w[2], w[3]];
                 if w.iter().any(|x| !x.is_finite() || *x < 0.0) {
-                    return Err(err(format!(
-                        "vertex {} has skin weights {w:?}; weights must be finite and not negative",
-                        base + v
-                    )));
+                    repair.negative += 1;
+                    w = w.map(|x| if x.is_finite() && x > 0.0 { x } else { 0.0 });
                 }
                 let sum: f32 = w.iter().sum();
                 if sum < ZERO_WEIGHT_SUM {

@@ -4,8 +4,25 @@
 //! accessor with `count: 0`, a stride smaller than an element, or a component type other than the
 //! one asked for), so Drape reads accessors itself: every offset, stride and count is checked
 //! against the bytes actually present before anything is allocated or indexed.
+//!
+//! Files come from anywhere, so the loader also bounds what a file can make it do:
+//!
+//! - External buffers are read only from the glTF file's own folder (or below it): a URI with a
+//!   `..` segment, an absolute path, a drive letter, a `file:` or any other scheme, or a path
+//!   that a symbolic link leads outside that folder is refused. Only regular files are read, and
+//!   no more of them than the buffer's declared `byteLength`.
+//! - `data:` URIs are checked before they are decoded: the base64 text may not decode to more
+//!   than the buffer's declared `byteLength` (plus [`DATA_URI_SLACK`]) nor to more than
+//!   [`MAX_DATA_URI_BYTES`].
+//! - A GLB file's chunks are walked and checked against the file's length before parsing.
+//! - An accessor without a bufferView (zeros plus sparse values) may not describe more bytes
+//!   than [`VIEWLESS_FACTOR`] times the file's buffers plus [`VIEWLESS_SLACK`], nor more than
+//!   [`MAX_VIEWLESS_BYTES`], so a small file cannot ask for a large allocation.
+//!
+//! Every message names the buffer, bufferView or accessor at fault and says what to do.
 
-use std::path::Path;
+use std::io::Read as _;
+use std::path::{Component, Path};
 
 use gltf::accessor::{sparse::IndexType, DataType, Dimensions};
 use gltf::buffer::Source;
@@ -16,6 +33,25 @@ use crate::math::{Mat3, Vec2, Vec3};
 
 /// Largest accessor without a buffer view (all zeros plus sparse values) Drape will allocate.
 const MAX_VIEWLESS_BYTES: usize = 1 << 30;
+
+/// An accessor without a buffer view may describe at most this many times the bytes of all
+/// the file's buffers (plus [`VIEWLESS_SLACK`]): sparse morph targets, the usual reason for one,
+/// describe no more vertices than the mesh's own attributes hold.
+const VIEWLESS_FACTOR: usize = 16;
+
+/// Bytes an accessor without a buffer view may describe beyond [`VIEWLESS_FACTOR`] times the
+/// buffers (1 MiB).
+const VIEWLESS_SLACK: usize = 1 << 20;
+
+/// Bytes a `data:` URI may decode to beyond its buffer's declared `byteLength` (padding).
+const DATA_URI_SLACK: usize = 64;
+
+/// Largest buffer Drape decodes from a `data:` URI (256 MiB); larger data belongs in a `.glb`.
+const MAX_DATA_URI_BYTES: usize = 256 << 20;
+
+/// What to do about a damaged file, appended to the messages that have no more specific advice.
+pub(crate) const REEXPORT: &str =
+    "export the file again from the modelling tool, or check it with the Khronos glTF-Validator";
 
 /// A parsed glTF document with the bytes of each of its buffers.
 pub(crate) struct GltfFile {
@@ -38,12 +74,28 @@ pub(crate) fn open(path: &Path) -> Result<GltfFile, GltfImportError> {
         path: path.to_path_buf(),
         source,
     })?;
-    check_glb_header(path, &bytes)?;
+    let json = check_glb_header(path, &bytes)?;
     // The header checks above cover the panics known in `gltf` 1.4's parser; catching an unwind
     // is the last line of defence against a damaged file taking the process down.
-    let parsed = std::panic::catch_unwind(|| gltf::Gltf::from_slice(&bytes))
-        .map_err(|_| malformed(path, "the glTF parser failed on this file"))?;
-    let gltf::Gltf { document, blob } = parsed.map_err(|e| malformed(path, e.to_string()))?;
+    let parsed = std::panic::catch_unwind(|| gltf::Gltf::from_slice(&bytes)).map_err(|_| {
+        malformed(
+            path,
+            format!("the glTF parser failed on this file; {REEXPORT}"),
+        )
+    })?;
+    let gltf::Gltf { document, blob } = parsed.map_err(|e| {
+        let reason = match &e {
+            gltf::Error::Deserialize(_) => diagnose_json(json.unwrap_or(&bytes)),
+            _ => None,
+        };
+        let reason = reason.unwrap_or_else(|| {
+            // The parser's validation messages end with ';'.
+            let e = e.to_string();
+            format!("{}; {REEXPORT}", e.trim_end_matches([';', ' ']))
+        });
+        malformed(path, reason)
+    })?;
+    check_sizes_fit(path, &document)?;
     let buffers = load_buffers(path, &document, blob)?;
     Ok(GltfFile {
         doc: document,
@@ -51,48 +103,176 @@ pub(crate) fn open(path: &Path) -> Result<GltfFile, GltfImportError> {
     })
 }
 
-/// Checks a binary glTF header against the file length (the `gltf` crate subtracts before it
-/// checks, and would panic on a declared length under 12).
-fn check_glb_header(path: &Path, bytes: &[u8]) -> Result<(), GltfImportError> {
+/// Names the accessor, bufferView or buffer whose count, offset, length or stride is not a
+/// whole number (negative, fractional, or too large), when the parser refused the JSON for
+/// that; `None` when the JSON has no such field (the parser's own message is used then).
+fn diagnose_json(json: &[u8]) -> Option<String> {
+    let root: serde_json::Value = serde_json::from_slice(json).ok()?;
+    let fields: [(&str, &str, &[&str]); 3] = [
+        ("accessors", "accessor", &["count", "byteOffset"]),
+        (
+            "bufferViews",
+            "bufferView",
+            &["byteLength", "byteOffset", "byteStride"],
+        ),
+        ("buffers", "buffer", &["byteLength"]),
+    ];
+    for (array, object, names) in fields {
+        let Some(items) = root.get(array).and_then(|a| a.as_array()) else {
+            continue;
+        };
+        for (i, item) in items.iter().enumerate() {
+            let sparse = item.get("sparse");
+            let sparse_fields = [
+                ("sparse.count", sparse.and_then(|s| s.get("count"))),
+                (
+                    "sparse.indices.byteOffset",
+                    sparse.and_then(|s| s.get("indices")?.get("byteOffset")),
+                ),
+                (
+                    "sparse.values.byteOffset",
+                    sparse.and_then(|s| s.get("values")?.get("byteOffset")),
+                ),
+            ];
+            let own = names.iter().map(|&n| (n, item.get(n)));
+            for (name, value) in own.chain(sparse_fields) {
+                if let Some(v) = value.filter(|v| v.as_u64().is_none()) {
+                    return Some(format!(
+                        "{object} {i}: {name} is {v}, which is not a whole number of bytes or \
+                         elements (0 or more, below 2^64); {REEXPORT}"
+                    ));
+                }
+            }
+        }
+    }
+    None
+}
+
+/// Checks that every count, offset and length of the document fits in `usize` (on a 32-bit
+/// machine a count of 2^32 or more would otherwise wrap around when the `gltf` crate reads it).
+fn check_sizes_fit(path: &Path, doc: &gltf::Document) -> Result<(), GltfImportError> {
+    let json = doc.as_json();
+    let too_big = |object: &str, i: usize, field: &str, v: u64| {
+        malformed(
+            path,
+            format!("{object} {i}: {field} is {v}, more than this machine can address; {REEXPORT}"),
+        )
+    };
+    let fits = |v: u64| usize::try_from(v).is_ok();
+    for (i, a) in json.accessors.iter().enumerate() {
+        let mut values = vec![("count", a.count.0)];
+        values.extend(a.byte_offset.map(|o| ("byteOffset", o.0)));
+        if let Some(s) = &a.sparse {
+            values.push(("sparse.count", s.count.0));
+            values.push(("sparse.indices.byteOffset", s.indices.byte_offset.0));
+            values.push(("sparse.values.byteOffset", s.values.byte_offset.0));
+        }
+        if let Some((field, v)) = values.into_iter().find(|&(_, v)| !fits(v)) {
+            return Err(too_big("accessor", i, field, v));
+        }
+    }
+    for (i, v) in json.buffer_views.iter().enumerate() {
+        let values = [("byteLength", v.byte_length.0)]
+            .into_iter()
+            .chain(v.byte_offset.map(|o| ("byteOffset", o.0)));
+        if let Some((field, v)) = values.into_iter().find(|&(_, v)| !fits(v)) {
+            return Err(too_big("bufferView", i, field, v));
+        }
+    }
+    for (i, b) in json.buffers.iter().enumerate() {
+        if !fits(b.byte_length.0) {
+            return Err(too_big("buffer", i, "byteLength", b.byte_length.0));
+        }
+    }
+    Ok(())
+}
+
+/// Checks a binary glTF header and its chunks against the file length (the `gltf` crate
+/// subtracts before it checks, and would panic on a declared length under 12), and returns the
+/// JSON chunk; `None` for a `.gltf` (JSON) file.
+fn check_glb_header<'b>(path: &Path, bytes: &'b [u8]) -> Result<Option<&'b [u8]>, GltfImportError> {
     if !bytes.starts_with(b"glTF") {
         if bytes.is_empty() {
-            return Err(malformed(path, "the file is empty"));
+            return Err(malformed(path, format!("the file is empty; {REEXPORT}")));
         }
-        return Ok(());
+        return Ok(None);
     }
-    let word = |at: usize| -> Option<u32> {
-        let b = bytes.get(at..at + 4)?;
+    let cut = "the file was cut short: download or export it again";
+    let word = |bytes: &[u8], at: usize| -> Option<u32> {
+        let b = bytes.get(at..at.checked_add(4)?)?;
         Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
     };
-    let (Some(version), Some(length)) = (word(4), word(8)) else {
+    let (Some(version), Some(length)) = (word(bytes, 4), word(bytes, 8)) else {
         return Err(malformed(
             path,
-            format!("truncated: only {} bytes of GLB header", bytes.len()),
+            format!("truncated: only {} bytes of GLB header; {cut}", bytes.len()),
         ));
     };
     if version != 2 {
         return Err(malformed(
             path,
-            format!("GLB version {version}; only glTF 2.0 is supported"),
+            format!(
+                "GLB version {version}; only glTF 2.0 is supported (convert the file to glTF 2.0)"
+            ),
         ));
     }
     let length = length as usize;
     if length < 20 {
         return Err(malformed(
             path,
-            format!("the GLB header declares {length} bytes, too short for a JSON chunk"),
+            format!(
+                "the GLB header declares {length} bytes, too short for a JSON chunk; {REEXPORT}"
+            ),
         ));
     }
     if length > bytes.len() {
         return Err(malformed(
             path,
             format!(
-                "truncated: the GLB header declares {length} bytes but the file has {}",
+                "truncated: the GLB header declares {length} bytes but the file has {}; {cut}",
                 bytes.len()
             ),
         ));
     }
-    Ok(())
+    // Walk the chunks: each is a length, a type and that many bytes, within the declared length.
+    let glb = &bytes[..length];
+    let mut at = 12;
+    let mut json = None;
+    let mut k = 0;
+    while at < length {
+        let (Some(chunk_len), Some(ty)) = (word(glb, at), word(glb, at + 4)) else {
+            return Err(malformed(
+                path,
+                format!(
+                    "truncated: GLB chunk {k} has only {} bytes of its 8-byte header; {cut}",
+                    length - at
+                ),
+            ));
+        };
+        let name = match &ty.to_le_bytes() {
+            b"JSON" => "JSON".to_string(),
+            b"BIN\0" => "BIN".to_string(),
+            _ => format!("type 0x{ty:08x}"),
+        };
+        let start = at + 8;
+        let left = length.saturating_sub(start);
+        let chunk_len = chunk_len as usize;
+        if chunk_len > left {
+            return Err(malformed(
+                path,
+                format!(
+                    "truncated: GLB chunk {k} ({name}) declares {chunk_len} bytes but only {left} \
+                     follow its header; {cut}"
+                ),
+            ));
+        }
+        if k == 0 {
+            json = glb.get(start..start + chunk_len);
+        }
+        at = start + chunk_len;
+        k += 1;
+    }
+    Ok(json)
 }
 
 /// Loads each buffer: the GLB binary chunk, a `data:` URI, or a file next to the glTF file.
@@ -116,11 +296,11 @@ fn load_buffers(
             Source::Bin => blob.take().ok_or_else(|| {
                 malformed(
                     path,
-                    format!("buffer {i} refers to the GLB binary chunk, but the file has none"),
+                    format!("buffer {i} refers to the GLB binary chunk, but the file has none; {REEXPORT}"),
                 )
             })?,
             Source::Uri(uri) => match data_uri_rest(uri) {
-                Some(rest) => decode_data_uri(rest).map_err(|e| {
+                Some(rest) => decode_data_uri(rest, declared).map_err(|e| {
                     malformed(
                         path,
                         format!("buffer {i} (embedded data URI) cannot be loaded: {e}"),
@@ -133,7 +313,7 @@ fn load_buffers(
             return Err(malformed(
                 path,
                 format!(
-                    "truncated: buffer {i} declares {declared} bytes but has {}",
+                    "truncated: buffer {i} declares {declared} bytes but has {}; {REEXPORT}",
                     data.len()
                 ),
             ));
@@ -154,7 +334,11 @@ fn data_uri_rest(uri: &str) -> Option<&str> {
 }
 
 /// Decodes the part of a `data:` URI after `data:`: `[<media type>][;<parameter>]*;base64,<data>`.
-fn decode_data_uri(rest: &str) -> Result<Vec<u8>, String> {
+///
+/// The base64 text is measured before it is decoded: it may decode to at most `declared`
+/// (the buffer's `byteLength`) plus [`DATA_URI_SLACK`] bytes, and to at most
+/// [`MAX_DATA_URI_BYTES`].
+fn decode_data_uri(rest: &str, declared: usize) -> Result<Vec<u8>, String> {
     use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig};
     use base64::engine::DecodePaddingMode;
     use base64::Engine as _;
@@ -162,9 +346,9 @@ fn decode_data_uri(rest: &str) -> Result<Vec<u8>, String> {
         &base64::alphabet::STANDARD,
         GeneralPurposeConfig::new().with_decode_padding_mode(DecodePaddingMode::Indifferent),
     );
-    let (header, payload) = rest
-        .split_once(',')
-        .ok_or("the data URI has no ',' before its data")?;
+    let (header, payload) = rest.split_once(',').ok_or(format!(
+        "the data URI has no ',' before its data; {REEXPORT}"
+    ))?;
     let is_base64 = header
         .rsplit(';')
         .next()
@@ -172,16 +356,35 @@ fn decode_data_uri(rest: &str) -> Result<Vec<u8>, String> {
         && header.contains(';');
     if !is_base64 {
         return Err(format!(
-            "the data URI ('data:{header},…') is not base64-encoded; only base64 data URIs are supported"
+            "the data URI ('data:{header},…') is not base64-encoded; only base64 data URIs are \
+             supported (save the file as .glb, or with its buffers embedded as base64)"
+        ));
+    }
+    if declared > MAX_DATA_URI_BYTES {
+        return Err(format!(
+            "it declares byteLength {declared}, more than the {} MiB Drape decodes from a data \
+             URI; save the file as .glb (binary glTF) instead",
+            MAX_DATA_URI_BYTES >> 20
+        ));
+    }
+    // Four base64 characters carry three bytes.
+    let decoded_at_most = payload.len() / 4 * 3 + (payload.len() % 4).saturating_sub(1);
+    let allowed = declared.saturating_add(DATA_URI_SLACK);
+    if decoded_at_most.saturating_sub(2) > allowed {
+        return Err(format!(
+            "its data URI holds {} characters of base64 (about {decoded_at_most} bytes), but \
+             byteLength declares {declared} bytes; the file is inconsistent: {REEXPORT}",
+            payload.len()
         ));
     }
     BASE64
         .decode(payload)
-        .map_err(|e| format!("invalid base64: {e}"))
+        .map_err(|e| format!("invalid base64: {e}; {REEXPORT}"))
 }
 
 /// Reads an external buffer: `uri` is a relative reference, resolved against `base` (the folder
-/// of the glTF file at `path`) after percent-decoding.
+/// of the glTF file at `path`) after percent-decoding. It must name a regular file inside that
+/// folder, symbolic links resolved; at most `declared` bytes of it are read.
 fn read_external(
     path: &Path,
     base: &Path,
@@ -190,40 +393,84 @@ fn read_external(
     declared: usize,
 ) -> Result<Vec<u8>, GltfImportError> {
     let refuse = |why: &str| malformed(path, format!("buffer {i} has URI '{uri}': {why}"));
+    let keep_inside = "buffer files must lie in the glTF file's folder or below it (move the \
+                       file there and give its path relative to the glTF file)";
     if uri.is_empty() {
-        return Err(refuse("an empty URI names no file"));
+        return Err(refuse(&format!("an empty URI names no file; {REEXPORT}")));
     }
     if let Some(scheme) = uri_scheme(uri) {
         return Err(refuse(&format!(
-            "the '{scheme}:' scheme is not supported; only data: URIs and relative file paths are"
+            "the '{scheme}:' scheme is not supported; only data: URIs and relative file paths \
+             are ({keep_inside})"
         )));
     }
-    let decoded =
-        percent_decode(uri).ok_or_else(|| refuse("it does not percent-decode to valid UTF-8"))?;
+    let decoded = percent_decode(uri).ok_or_else(|| {
+        refuse(&format!(
+            "it does not percent-decode to valid UTF-8; {REEXPORT}"
+        ))
+    })?;
     let relative = Path::new(&decoded);
-    if relative.has_root() || relative.is_absolute() {
-        return Err(refuse(
-            "absolute paths are not supported; buffer files must be given relative to the glTF file",
-        ));
+    // Both separators count, so `..\x.bin` and `\\server\share` are caught on every platform.
+    if relative.has_root()
+        || relative.is_absolute()
+        || decoded.starts_with(['/', '\\'])
+        || relative
+            .components()
+            .any(|c| matches!(c, Component::Prefix(_)))
+    {
+        return Err(refuse(&format!(
+            "absolute paths are not supported; {keep_inside}"
+        )));
+    }
+    if decoded.split(['/', '\\']).any(|segment| segment == "..") {
+        return Err(refuse(&format!(
+            "a '..' segment leads outside the glTF file's folder; {keep_inside}"
+        )));
     }
     let file = base.join(relative);
     let cannot = |e: &dyn std::fmt::Display| {
         malformed(
             path,
-            format!("buffer {i} ('{}') cannot be loaded: {e}", file.display()),
+            format!(
+                "buffer {i} ('{}') cannot be loaded: {e} (the file must sit next to the glTF \
+                 file, as the URI says)",
+                file.display()
+            ),
         )
     };
-    let size = std::fs::metadata(&file).map_err(|e| cannot(&e))?.len();
+    // A symbolic link may still lead outside the folder: compare the resolved paths.
+    let real_base = std::fs::canonicalize(base).map_err(|e| cannot(&e))?;
+    let real_file = std::fs::canonicalize(&file).map_err(|e| cannot(&e))?;
+    if !real_file.starts_with(&real_base) {
+        return Err(refuse(&format!(
+            "it resolves (through a symbolic link) to '{}', outside the glTF file's folder; \
+             {keep_inside}",
+            real_file.display()
+        )));
+    }
+    let meta = std::fs::metadata(&real_file).map_err(|e| cannot(&e))?;
+    if !meta.is_file() {
+        return Err(refuse(&format!(
+            "'{}' is not a regular file; {keep_inside}",
+            file.display()
+        )));
+    }
+    let size = meta.len();
     if !usize::try_from(size).is_ok_and(|size| size >= declared) {
         return Err(malformed(
             path,
             format!(
-                "truncated: buffer {i} ('{}') declares {declared} bytes but the file has {size}",
+                "truncated: buffer {i} ('{}') declares {declared} bytes but the file has {size}; \
+                 {REEXPORT}",
                 file.display()
             ),
         ));
     }
-    std::fs::read(&file).map_err(|e| cannot(&e))
+    let mut data = Vec::with_capacity(declared);
+    std::fs::File::open(&real_file)
+        .and_then(|f| f.take(declared as u64).read_to_end(&mut data))
+        .map_err(|e| cannot(&e))?;
+    Ok(data)
 }
 
 /// The scheme of an absolute URI (`http` in `http://…`), or `None` for a relative reference.
@@ -286,14 +533,18 @@ fn component_size(t: DataType) -> usize {
 /// The bytes of a buffer view, checked against its buffer.
 fn view_bytes<'b>(view: &gltf::buffer::View, buffers: &'b [Vec<u8>]) -> Result<&'b [u8], String> {
     let b = view.buffer().index();
-    let data = buffers
-        .get(b)
-        .ok_or_else(|| format!("bufferView {} refers to missing buffer {b}", view.index()))?;
+    let data = buffers.get(b).ok_or_else(|| {
+        format!(
+            "bufferView {} refers to missing buffer {b}; {REEXPORT}",
+            view.index()
+        )
+    })?;
     let start = view.offset();
     let end = start.checked_add(view.length());
     end.and_then(|end| data.get(start..end)).ok_or_else(|| {
         format!(
-            "bufferView {} (offset {start}, {} bytes) lies outside buffer {b} ({} bytes)",
+            "bufferView {} (offset {start}, {} bytes) lies outside buffer {b} ({} bytes); \
+             {REEXPORT}",
             view.index(),
             view.length(),
             data.len()
@@ -350,14 +601,15 @@ fn packed(acc: &Accessor, buffers: &[Vec<u8>]) -> Result<Packed, String> {
             let stride = view.stride().unwrap_or(elem);
             if stride < elem {
                 return Err(format!(
-                    "accessor {i}: bufferView {} has stride {stride}, smaller than an element ({elem} bytes)",
+                    "accessor {i}: bufferView {} has stride {stride}, smaller than an element \
+                     ({elem} bytes); {REEXPORT}",
                     view.index()
                 ));
             }
             copy_strided(src, acc.offset(), stride, elem, count, &mut bytes).ok_or_else(|| {
                 format!(
-                    "accessor {i}: {count} elements from offset {} with stride {stride} run past \
-                     the end of bufferView {} ({} bytes)",
+                    "accessor {i}: {count} elements of {elem} bytes from offset {} with stride \
+                     {stride} run past the end of bufferView {} ({} bytes); {REEXPORT}",
                     acc.offset(),
                     view.index(),
                     src.len()
@@ -365,11 +617,21 @@ fn packed(acc: &Accessor, buffers: &[Vec<u8>]) -> Result<Packed, String> {
             })?;
         }
         None => {
+            // Zeros (plus sparse values): bounded by the data the file actually holds.
+            let held: usize = buffers.iter().map(Vec::len).sum();
+            let limit = held
+                .saturating_mul(VIEWLESS_FACTOR)
+                .saturating_add(VIEWLESS_SLACK)
+                .min(MAX_VIEWLESS_BYTES);
             let n = count
                 .checked_mul(elem)
-                .filter(|&n| n <= MAX_VIEWLESS_BYTES)
+                .filter(|&n| n <= limit)
                 .ok_or_else(|| {
-                    format!("accessor {i} without a bufferView is too large ({count} elements)")
+                    format!(
+                        "accessor {i} has no bufferView and a count of {count} elements of \
+                         {elem} bytes, more than the file's {held} bytes of buffers can \
+                         plausibly describe (at most {limit} bytes); {REEXPORT}"
+                    )
                 })?;
             bytes = vec![0; n];
         }
@@ -384,13 +646,15 @@ fn packed(acc: &Accessor, buffers: &[Vec<u8>]) -> Result<Packed, String> {
         };
         let mut idx = Vec::new();
         let src = view_bytes(&indices.view(), buffers)?;
-        copy_strided(src, indices.offset(), index_size, index_size, n, &mut idx)
-            .ok_or_else(|| format!("accessor {i}: sparse indices run past their bufferView"))?;
+        copy_strided(src, indices.offset(), index_size, index_size, n, &mut idx).ok_or_else(
+            || format!("accessor {i}: {n} sparse indices run past their bufferView; {REEXPORT}"),
+        )?;
         let values = sparse.values();
         let mut vals = Vec::new();
         let src = view_bytes(&values.view(), buffers)?;
-        copy_strided(src, values.offset(), elem, elem, n, &mut vals)
-            .ok_or_else(|| format!("accessor {i}: sparse values run past their bufferView"))?;
+        copy_strided(src, values.offset(), elem, elem, n, &mut vals).ok_or_else(|| {
+            format!("accessor {i}: {n} sparse values run past their bufferView; {REEXPORT}")
+        })?;
         for (k, val) in vals.chunks_exact(elem).enumerate() {
             let at = k * index_size;
             let target = match index_size {
@@ -405,9 +669,12 @@ fn packed(acc: &Accessor, buffers: &[Vec<u8>]) -> Result<Packed, String> {
             .ok_or_else(|| format!("accessor {i}: sparse index {k} is missing"))?;
             let dst = target
                 .checked_mul(elem)
-                .and_then(|s| bytes.get_mut(s..s + elem))
+                .and_then(|s| bytes.get_mut(s..s.checked_add(elem)?))
                 .ok_or_else(|| {
-                    format!("accessor {i}: sparse index {target} is not below the count {count}")
+                    format!(
+                        "accessor {i}: sparse index {target} is not below the count {count}; \
+                         {REEXPORT}"
+                    )
                 })?;
             dst.copy_from_slice(val);
         }
@@ -418,6 +685,20 @@ fn packed(acc: &Accessor, buffers: &[Vec<u8>]) -> Result<Packed, String> {
         components,
         normalized: acc.normalized(),
     })
+}
+
+/// Checks, before an accessor is read, that it has `expected` elements (an attribute must have
+/// one per vertex, like POSITION): a wrong count is refused without allocating for it.
+pub(crate) fn check_count(acc: &Accessor, expected: usize, what: &str) -> Result<(), String> {
+    let count = acc.count();
+    if count == expected {
+        return Ok(());
+    }
+    Err(format!(
+        "accessor {} ({what}) has {count} elements but {expected} are needed (one per vertex); \
+         {REEXPORT}",
+        acc.index()
+    ))
 }
 
 /// Reads an accessor of any component type as `f32`, applying normalisation where declared.

@@ -17,7 +17,12 @@
 //! The mesh is named after the glTF mesh, else its node, else `mesh{index}`.
 //!
 //! A damaged file (truncated, garbage, indices or offsets out of range) is an error naming the
-//! file, never a panic: accessors are read with every bound checked (see `gltf_common`).
+//! file, never a panic: accessors are read with every bound checked (see `gltf_common`), and
+//! every attribute's count is checked against POSITION's before it is read. Errors name the
+//! file, the mesh, the primitive and the accessor, and say what to do. NaN or infinite
+//! positions and out-of-range indices are errors; zero-length or non-finite normals are
+//! recomputed from the faces, with a warning ([`load_mesh_with_warnings`]; the other loaders
+//! log it).
 
 use std::path::{Path, PathBuf};
 
@@ -77,13 +82,18 @@ pub enum GltfImportError {
         available: Vec<String>,
     },
     /// The mesh was read but is unusable (bad index, non-finite position, no triangles).
-    #[error("{}: {source}", path.display())]
+    ///
+    /// How to fix: the message says, for each kind of problem.
+    #[error("{}: {source} ({location}); {}", path.display(), mesh_fix(source))]
     InvalidMesh {
         /// The file.
         path: PathBuf,
         /// What is wrong with the mesh.
         #[source]
         source: MeshError,
+        /// Where in the file: the primitive and accessor, e.g.
+        /// `primitive 0, indices (accessor 2) entry 5`.
+        location: String,
     },
     /// The requested mesh has no triangle primitives (only points or lines).
     #[error("{}: mesh '{mesh}' has only {mode} primitives; Drape needs triangles (triangulate it in the modelling tool)", path.display())]
@@ -95,6 +105,21 @@ pub enum GltfImportError {
         /// The glTF primitive mode, e.g. `LINES`.
         mode: String,
     },
+}
+
+/// What to do about an unusable mesh.
+fn mesh_fix(e: &MeshError) -> &'static str {
+    match e {
+        MeshError::Empty(_) => "export the mesh's faces (Drape needs triangles)",
+        MeshError::IndexOutOfRange { .. } | MeshError::AttributeLength { .. } => {
+            "the file is damaged: export it again from the modelling tool"
+        }
+        MeshError::NonFinite { .. } => {
+            "fix or delete that vertex in the modelling tool and export the file again"
+        }
+        MeshError::AllDegenerate(_) => "check the export scale and remove collapsed faces",
+        MeshError::TooFar { .. } => "export in metres (set the unit scale), or fix that vertex",
+    }
 }
 
 /// Formats mesh names as `'a', 'b'` (or `(none)`).
@@ -110,12 +135,17 @@ fn name_list(names: &[String]) -> String {
 }
 
 /// Loads every triangle mesh of the file's scene, transformed to world space and validated.
+///
+/// Repairs (normals recomputed) are logged as warnings.
 pub fn load_meshes(path: &Path) -> Result<Vec<Mesh>, GltfImportError> {
     let instances = read_instances(path)?;
     let mut out = Vec::new();
     for inst in instances {
         match inst.built? {
-            Built::Triangles(m, _) => out.push(m),
+            Built::Triangles(m, _, warnings) => {
+                warnings.iter().for_each(|w| log::warn!("{w}"));
+                out.push(*m)
+            }
             Built::NonTriangle(_) => {}
         }
     }
@@ -129,9 +159,20 @@ pub fn load_meshes(path: &Path) -> Result<Vec<Mesh>, GltfImportError> {
 
 /// Loads one mesh by name, or the only mesh of the file when `name` is `None`.
 ///
-/// With several instances of the same name, the first (in scene order) is returned.
+/// With several instances of the same name, the first (in scene order) is returned. Repairs
+/// (normals recomputed) are logged as warnings; [`load_mesh_with_warnings`] returns them.
 pub fn load_mesh(path: &Path, name: Option<&str>) -> Result<Mesh, GltfImportError> {
     load_mesh_with_maps(path, name).map(|(m, _)| m)
+}
+
+/// [`load_mesh`], with the repairs made while reading, each naming the file, the mesh, the
+/// primitive and the accessor, e.g. `shirt.gltf: mesh 'shirt', primitive 0: 3 of 120 normals
+/// in NORMAL (accessor 1) are zero-length or not finite; recomputed from the faces`.
+pub fn load_mesh_with_warnings(
+    path: &Path,
+    name: Option<&str>,
+) -> Result<(Mesh, Vec<String>), GltfImportError> {
+    load_chosen(path, name).map(|(m, _, w)| (m, w))
 }
 
 /// [`load_mesh`], with the painted maps stored in the mesh's `_DRAPE_PIN`,
@@ -143,6 +184,16 @@ pub fn load_mesh_with_maps(
     path: &Path,
     name: Option<&str>,
 ) -> Result<(Mesh, Option<VertexMaps>), GltfImportError> {
+    let (mesh, maps, warnings) = load_chosen(path, name)?;
+    warnings.iter().for_each(|w| log::warn!("{w}"));
+    Ok((mesh, maps))
+}
+
+/// The mesh [`load_mesh`] picks, with its maps and its repair warnings.
+fn load_chosen(
+    path: &Path,
+    name: Option<&str>,
+) -> Result<(Mesh, Option<VertexMaps>, Vec<String>), GltfImportError> {
     let instances = read_instances(path)?;
     let (candidates, others): (Vec<Instance>, Vec<Instance>) = instances
         .into_iter()
@@ -195,7 +246,7 @@ pub fn load_mesh_with_maps(
         }
     };
     match chosen.built? {
-        Built::Triangles(m, maps) => Ok((m, maps)),
+        Built::Triangles(m, maps, warnings) => Ok((*m, maps, warnings)),
         Built::NonTriangle(mode) => Err(GltfImportError::UnsupportedMode {
             path: path.to_path_buf(),
             mesh: chosen.name,
@@ -211,8 +262,9 @@ struct Instance {
 }
 
 enum Built {
-    /// A validated triangle mesh in world space, and its painted maps if it has any.
-    Triangles(Mesh, Option<VertexMaps>),
+    /// A validated triangle mesh in world space, its painted maps if it has any, and the
+    /// warnings about repairs made while reading it.
+    Triangles(Box<Mesh>, Option<VertexMaps>, Vec<String>),
     /// A mesh with no triangle primitives; the mode of its first primitive, e.g. `LINES`.
     NonTriangle(String),
 }
@@ -307,9 +359,18 @@ fn build(
     name: &str,
     world: &Affine,
 ) -> Result<Built, GltfImportError> {
+    let label = path.file_name().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    );
     let malformed = |reason: String| GltfImportError::Malformed {
         path: path.to_path_buf(),
         reason: format!("mesh '{name}': {reason}"),
+    };
+    let invalid = |source: MeshError, location: String| GltfImportError::InvalidMesh {
+        path: path.to_path_buf(),
+        source,
+        location,
     };
     let det = world.linear.determinant();
     let mirrored = det < 0.0;
@@ -318,8 +379,10 @@ fn build(
     let normal_matrix =
         (det.is_finite() && det.abs() > 1e-20).then(|| world.linear.inverse().transpose());
     let mut parts: Vec<Part> = Vec::new();
+    let mut warnings = Vec::new();
     let mut first_mode = None;
     let mut triangle_base = 0usize;
+    let mut vertex_base = 0usize;
     for prim in mesh.primitives() {
         let p = prim.index();
         let mode = prim.mode();
@@ -330,73 +393,119 @@ fn build(
             first_mode.get_or_insert(mode);
             continue;
         }
+        let err = |reason: String| malformed(format!("primitive {p}: {reason}"));
         let buffers = &file.buffers;
         let pos_acc = prim
             .get(&Semantic::Positions)
-            .ok_or_else(|| malformed(format!("primitive {p} has no POSITION attribute")))?;
-        let positions =
-            gltf_common::read_vec3(&pos_acc, buffers, "POSITION").map_err(&malformed)?;
+            .ok_or_else(|| err(format!("no POSITION attribute; {}", gltf_common::REEXPORT)))?;
+        let positions = gltf_common::read_vec3(&pos_acc, buffers, "POSITION").map_err(err)?;
         let n = positions.len();
-        let normals = match prim.get(&Semantic::Normals) {
-            Some(acc) => Some(gltf_common::read_vec3(&acc, buffers, "NORMAL").map_err(&malformed)?),
-            None => None,
-        };
-        let uvs = match prim.get(&Semantic::TexCoords(0)) {
-            Some(acc) => {
-                Some(gltf_common::read_vec2(&acc, buffers, "TEXCOORD_0").map_err(&malformed)?)
-            }
-            None => None,
-        };
-        for (attr, len) in [
-            ("NORMAL", normals.as_ref().map(Vec::len)),
-            ("TEXCOORD_0", uvs.as_ref().map(Vec::len)),
-        ] {
-            if let Some(len) = len.filter(|&l| l != n) {
-                return Err(malformed(format!(
-                    "primitive {p}: {attr} has {len} entries but POSITION has {n}"
-                )));
-            }
+        if let Some(v) = positions.iter().position(|x| !x.is_finite()) {
+            return Err(invalid(
+                MeshError::NonFinite {
+                    name: name.to_string(),
+                    vertex: vertex_base + v,
+                },
+                format!(
+                    "primitive {p}, POSITION (accessor {}) element {v} is {:?}",
+                    pos_acc.index(),
+                    positions[v].to_array()
+                ),
+            ));
         }
+        // Every attribute must have one entry per vertex: checked before it is read.
+        let read_attr = |semantic: Semantic, what: &str| match prim.get(&semantic) {
+            Some(acc) => gltf_common::check_count(&acc, n, what).map(|()| Some(acc)),
+            None => Ok(None),
+        };
+        let normals = match read_attr(Semantic::Normals, "NORMAL").map_err(err)? {
+            Some(acc) => Some((
+                gltf_common::read_vec3(&acc, buffers, "NORMAL").map_err(err)?,
+                acc.index(),
+            )),
+            None => None,
+        };
+        let uvs = match read_attr(Semantic::TexCoords(0), "TEXCOORD_0").map_err(err)? {
+            Some(acc) => Some(gltf_common::read_vec2(&acc, buffers, "TEXCOORD_0").map_err(err)?),
+            None => None,
+        };
         let mut maps: [Option<Vec<f32>>; 4] = Default::default();
         for (slot, kind) in maps.iter_mut().zip(MapKind::ALL) {
             let attr = kind.gltf_attribute();
             let semantic = Semantic::Extras(attr.trim_start_matches('_').to_string());
-            if let Some(acc) = prim.get(&semantic) {
-                let (values, width) = gltf_common::read_f32(&acc, buffers).map_err(&malformed)?;
+            if let Some(acc) = read_attr(semantic, attr).map_err(err)? {
+                let (values, width) = gltf_common::read_f32(&acc, buffers).map_err(err)?;
                 if width != 1 || values.len() != n {
-                    return Err(malformed(format!(
-                        "primitive {p}: {attr} must be one SCALAR per vertex ({n}), not {} values of {width} components",
-                        values.len() / width.max(1)
+                    return Err(err(format!(
+                        "{attr} (accessor {}) must be one SCALAR per vertex ({n}), not {} values \
+                         of {width} components; {}",
+                        acc.index(),
+                        values.len() / width.max(1),
+                        gltf_common::REEXPORT
                     )));
                 }
                 *slot = Some(values);
             }
         }
         let indices: Vec<u32> = match prim.indices() {
-            Some(acc) => gltf_common::read_indices(&acc, buffers).map_err(&malformed)?,
+            Some(acc) => gltf_common::read_indices(&acc, buffers).map_err(err)?,
             None => {
                 let n32 = u32::try_from(n)
-                    .map_err(|_| malformed(format!("primitive {p} has too many vertices")))?;
+                    .map_err(|_| err("more than 4 billion vertices".to_string()))?;
                 (0..n32).collect()
             }
         };
-        let mut triangles = triangulate(mode, &indices)
-            .map_err(|reason| malformed(format!("primitive {p}: {reason}")))?;
+        let mut triangles = triangulate(mode, &indices).map_err(|reason| {
+            err(format!(
+                "{reason} (indices: {}); {}",
+                prim.indices()
+                    .map_or("none".to_string(), |a| format!("accessor {}", a.index())),
+                gltf_common::REEXPORT
+            ))
+        })?;
         // Check every index before any array is indexed with it.
-        for (t, tri) in triangles.iter().enumerate() {
-            if let Some(&index) = tri.iter().find(|&&i| i as usize >= n) {
-                return Err(GltfImportError::InvalidMesh {
-                    path: path.to_path_buf(),
-                    source: MeshError::IndexOutOfRange {
-                        name: name.to_string(),
-                        triangle: triangle_base + t,
-                        index,
-                        count: n,
-                    },
-                });
-            }
+        if let Some(entry) = indices.iter().position(|&i| i as usize >= n) {
+            let index = indices[entry];
+            let t = triangles
+                .iter()
+                .position(|tri| tri.contains(&index))
+                .unwrap_or(0);
+            return Err(invalid(
+                MeshError::IndexOutOfRange {
+                    name: name.to_string(),
+                    triangle: triangle_base + t,
+                    index,
+                    count: n,
+                },
+                format!(
+                    "primitive {p}, indices (accessor {}) entry {entry} is {index}, but POSITION \
+                     (accessor {}) has {n} vertices",
+                    prim.indices().map_or(0, |a| a.index()),
+                    pos_acc.index()
+                ),
+            ));
         }
+        // Zero-length or non-finite normals: recomputed from the faces.
+        let normals = normals.map(|(mut ns, acc)| {
+            let bad: Vec<usize> = (0..ns.len())
+                .filter(|&v| !ns[v].is_finite() || ns[v].length_squared() < 1e-24)
+                .collect();
+            if !bad.is_empty() {
+                let faces = Mesh::new(name, Vec::new(), triangles.clone());
+                let computed = faces.vertex_normals_for(&positions);
+                for &v in &bad {
+                    ns[v] = computed[v];
+                }
+                warnings.push(format!(
+                    "{label}: mesh '{name}', primitive {p}: {} of {n} normals in NORMAL \
+                     (accessor {acc}) are zero-length or not finite; recomputed from the faces",
+                    bad.len()
+                ));
+            }
+            ns
+        });
         triangle_base += triangles.len();
+        vertex_base += n;
         if mirrored {
             for t in &mut triangles {
                 t.swap(1, 2);
@@ -426,13 +535,13 @@ fn build(
     }
     let maps = merge_maps(&parts);
     let merged = merge(name, parts).map_err(malformed)?;
-    merged
-        .validate()
-        .map_err(|source| GltfImportError::InvalidMesh {
-            path: path.to_path_buf(),
+    merged.validate().map_err(|source| {
+        invalid(
             source,
-        })?;
-    Ok(Built::Triangles(merged, maps))
+            "the mesh placed in the scene, its node transforms applied".to_string(),
+        )
+    })?;
+    Ok(Built::Triangles(Box::new(merged), maps, warnings))
 }
 
 /// The painted maps of merged primitives (in the order [`merge`] appends them); `None` when
