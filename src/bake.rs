@@ -21,7 +21,8 @@ use crate::math::{Real, Vec3};
 use crate::mesh::{weld, Mesh, MeshError, QualityReport, Severity, Topology, Welded};
 use crate::proxy::{build_proxy, ProxyQuality};
 use crate::scene::{
-    GarmentSpec, PinTarget, Pins, Scene, SceneError, AUTO_BIND_DISTANCE_M, MAX_FRAMES,
+    suggested_unit_scale, GarmentSpec, PinTarget, Pins, Scene, SceneError, AUTO_BIND_DISTANCE_M,
+    MAX_FRAMES, MAX_PLAUSIBLE_BODY_M, MIN_PLAUSIBLE_BODY_M,
 };
 use crate::sim::{Anchored, BodyBinding, BodyMotion, ClothModel, Pin, SimError, Solver};
 use crate::stats::{
@@ -354,6 +355,48 @@ impl BodyMotion for BodyClock {
     }
 }
 
+/// The unit warning for a body whose largest rest-pose extent is outside
+/// [[`MIN_PLAUSIBLE_BODY_M`], [`MAX_PLAUSIBLE_BODY_M`]] (read as metres), with the unit scale
+/// that would bring it to human size; `None` for a plausible body.
+pub fn body_size_warning(file: &Path, rig: &Rig) -> Option<String> {
+    let (lo, hi) = rig.rest_bounds()?;
+    let extent = (hi - lo).max_element();
+    if (MIN_PLAUSIBLE_BODY_M..=MAX_PLAUSIBLE_BODY_M).contains(&extent) {
+        return None;
+    }
+    let suggestion = suggested_unit_scale(extent)?;
+    Some(format!(
+        "{}: the body is {extent:.3} units across, implausible for a character in metres (Drape \
+         works in metres); if the file is in other units, set the body's `unit_scale` in the \
+         scene, e.g. `unit_scale: {suggestion}` (0.01 for centimetres, 0.001 for millimetres, \
+         0.0254 for inches)",
+        file.display()
+    ))
+}
+
+/// The unit warning for a garment whose triangles span more than [`MAX_PLAUSIBLE_BODY_M`]
+/// (read as metres), with the unit scale that would bring it to human size; `None` otherwise. (Small garments are
+/// plausible: a patch or a pocket.)
+pub fn garment_size_warning(file: &Path, spec: &GarmentSpec, mesh: &Mesh) -> Option<String> {
+    // Over the triangles' corners: a stray vertex far off is not the garment's size.
+    let corners: Vec<Vec3> = (mesh.indices.iter().flatten())
+        .filter_map(|&i| mesh.positions.get(i as usize).copied())
+        .collect();
+    let (lo, hi) = crate::body::bounds(&corners)?;
+    let extent = (hi - lo).max_element();
+    if extent.is_nan() || extent <= MAX_PLAUSIBLE_BODY_M {
+        return None;
+    }
+    let suggestion = suggested_unit_scale(extent)?;
+    Some(format!(
+        "{}: garment '{}' is {extent:.3} units across, implausible in metres (Drape works in \
+         metres); if the file is in other units, set the garment's `unit_scale` in the scene, \
+         e.g. `unit_scale: {suggestion}` (0.01 for centimetres)",
+        file.display(),
+        spec.name
+    ))
+}
+
 /// A scene with all its files read.
 #[derive(Clone, Debug)]
 pub struct LoadedScene {
@@ -383,8 +426,15 @@ impl LoadedScene {
         let body = match &scene.body {
             Some(b) => {
                 let file = Scene::resolve(path, &b.path);
-                let rig = Rig::load(&file, b.mesh.as_deref())?;
+                let mut rig = Rig::load(&file, b.mesh.as_deref())?;
                 warnings.extend(rig.warnings().iter().cloned());
+                rig.scale(b.unit_scale);
+                if b.unit_scale == 1.0 {
+                    if let Some(w) = body_size_warning(&file, &rig) {
+                        log::warn!("{w}");
+                        warnings.push(w);
+                    }
+                }
                 let animation = match &b.animation {
                     Some(r) => Some(rig.find_animation(r)?),
                     None => (!rig.animations().is_empty()).then_some(0),
@@ -401,8 +451,30 @@ impl LoadedScene {
         let mut garments = Vec::new();
         for (gi, spec) in scene.garments.iter().enumerate() {
             let file = Scene::resolve(path, &spec.path);
-            let render = load_mesh(&file, spec.mesh.as_deref())?;
+            let mut render = load_mesh(&file, spec.mesh.as_deref())?;
+            for p in &mut render.positions {
+                *p *= spec.unit_scale;
+            }
+            if spec.unit_scale == 1.0 {
+                if let Some(w) = garment_size_warning(&file, spec, &render) {
+                    log::warn!("{w}");
+                    warnings.push(w);
+                }
+            }
             let welded = weld(&render, spec.weld_tolerance_m);
+            let (welded, collapsed) = collapse_short_edges(welded, SHORT_EDGE_FRACTION);
+            if let Some(c) = collapsed {
+                warnings.push(format!(
+                    "garment '{}': {} edges shorter than {:.1e} m ({} % of the median edge, \
+                     {:.3} m) were collapsed; such slivers cannot be simulated (merge those \
+                     vertices in the modelling tool)",
+                    spec.name,
+                    c.edges,
+                    c.threshold_m,
+                    SHORT_EDGE_FRACTION * 100.0,
+                    c.median_m
+                ));
+            }
             if welded.mesh.indices.is_empty() {
                 return Err(BakeError::Mesh {
                     path: file,
@@ -574,6 +646,116 @@ impl LoadedScene {
     /// `body` is the body's collider at its rest pose. Returns the model and each garment's
     /// first particle index.
     pub fn build_model(&self, body: Option<&BodyCollider>) -> (ClothModel, Vec<u32>) {
+        self.build_model_at(body, Vec3::ZERO)
+    }
+
+    /// The point the solver's coordinates are measured from (m, world): the centre of the
+    /// body's rest-pose bounds (of the garments' without a body), rounded to whole metres.
+    ///
+    /// Positions are single precision: 10 km from the origin they are only good to about
+    /// 1 mm, coarser than a substep's motion, so [`LoadedScene::build_solver`] subtracts this
+    /// point from every position before simulating and the bake adds it back. Whole metres
+    /// keep the subtraction exact for points near it, and the shift of a scene moved by whole
+    /// metres is exactly the shift of its origin. A scene at the origin gets `(0, 1, 0)` or so.
+    pub fn sim_origin_m(&self) -> Vec3 {
+        let bounds = match &self.body {
+            Some(b) => b.rig.rest_bounds(),
+            None => {
+                let points: Vec<Vec3> = (self.garments.iter())
+                    .flat_map(|g| g.render.positions.iter().copied())
+                    .collect();
+                crate::body::bounds(&points)
+            }
+        };
+        match bounds {
+            Some((lo, hi)) if lo.is_finite() && hi.is_finite() => ((lo + hi) * 0.5).round(),
+            _ => Vec3::ZERO,
+        }
+    }
+
+    /// Turns the scene into a solver re-centred on [`LoadedScene::sim_origin_m`]: the body's
+    /// collider and motion, every particle and every pin target are relative to that point
+    /// (see [`SceneSolver`]). The body moves as the timeline says, with `preroll_frames` of
+    /// blending in; the solver starts at time 0, before the pre-roll.
+    pub fn build_solver(&self) -> Result<SceneSolver, BakeError> {
+        self.build_solver_at(self.sim_origin_m())
+    }
+
+    /// [`LoadedScene::build_solver`] re-centred on `origin_m` (m, world) instead;
+    /// `Vec3::ZERO` simulates in world coordinates.
+    pub fn build_solver_at(&self, origin_m: Vec3) -> Result<SceneSolver, BakeError> {
+        let start_frame = self.scene.timeline.start_frame;
+        // The body, moved by −origin: its rig is skinned next to the origin as well.
+        let body = self.body.as_ref().map(|b| {
+            let mut rig = (*b.rig).clone();
+            rig.translate(-origin_m);
+            LoadedBody {
+                rig: Arc::new(rig),
+                ..b.clone()
+            }
+        });
+        let collider = body
+            .as_ref()
+            .map(|b| {
+                BodyCollider::new(b.mesh()).map_err(|source| BakeError::Collider {
+                    path: b.path.clone(),
+                    source,
+                })
+            })
+            .transpose()?;
+        let (model, offsets) = self.build_model_at(collider.as_ref(), origin_m);
+        let mut solver = Solver::new(self.scene.solver.clone(), model, collider)
+            .map_err(|e| self.sim_error(start_frame, e))?;
+        if let Some(b) = &body {
+            // A body that does not move is left static: posing it every substep would cost a
+            // skinning and a refit for nothing.
+            if b.rig.is_animated() {
+                // As the bake's own clock computes it, so both clocks agree to the bit.
+                let dt = 1.0 / self.scene.timeline.fps;
+                let preroll_s = self.scene.timeline.preroll_frames as f64 * dt as f64;
+                solver
+                    .set_body_motion(Box::new(b.clock(preroll_s)))
+                    .map_err(|e| self.sim_error(start_frame, e))?;
+            }
+        }
+        Ok(SceneSolver {
+            solver,
+            offsets,
+            origin_m,
+        })
+    }
+
+    /// A solver error at timeline frame `frame` as a bake error; a pose the collider cannot
+    /// take is the body file's fault, and names it.
+    fn sim_error(&self, frame: i32, source: SimError) -> BakeError {
+        match source {
+            SimError::Body { time_s, source } => BakeError::BodyPose {
+                scene: self.path.clone(),
+                body: self
+                    .body
+                    .as_ref()
+                    .map(|b| b.path.clone())
+                    .unwrap_or_default(),
+                frame,
+                time_s,
+                source,
+            },
+            source => BakeError::Sim {
+                scene: self.path.clone(),
+                frame,
+                source,
+            },
+        }
+    }
+
+    /// [`LoadedScene::build_model`] in coordinates relative to `origin_m` (m, world): every
+    /// particle and pin target is moved by `−origin_m`; `body` is the collider in the same
+    /// coordinates.
+    pub fn build_model_at(
+        &self,
+        body: Option<&BodyCollider>,
+        origin_m: Vec3,
+    ) -> (ClothModel, Vec<u32>) {
         let mut model = ClothModel::default();
         let mut offsets = Vec::new();
         for g in &self.garments {
@@ -585,7 +767,9 @@ impl LoadedScene {
                 maps.scale_constraints(&mut c);
             }
             let n = sim.positions.len();
-            model.positions.extend_from_slice(&sim.positions);
+            model
+                .positions
+                .extend(sim.positions.iter().map(|&p| p - origin_m));
             model.mass_kg.extend_from_slice(&c.mass_kg);
             model
                 .damping_per_s
@@ -629,7 +813,7 @@ impl LoadedScene {
                 }
             };
             for &(i, alpha) in &g.soft_pins {
-                let target_m = sim.positions[i as usize];
+                let target_m = sim.positions[i as usize] - origin_m;
                 if let Some(anchor) = bind(target_m) {
                     model.body_bindings.push(BodyBinding {
                         target: Anchored::Attachment(model.attach.len() as u32),
@@ -643,7 +827,7 @@ impl LoadedScene {
                 });
             }
             for &i in &g.pinned {
-                let target_m = sim.positions[i as usize];
+                let target_m = sim.positions[i as usize] - origin_m;
                 if let Some(anchor) = bind(target_m) {
                     model.body_bindings.push(BodyBinding {
                         target: Anchored::Pin(model.pins.len() as u32),
@@ -658,6 +842,158 @@ impl LoadedScene {
         }
         (model, offsets)
     }
+}
+
+/// A scene's solver in coordinates re-centred on a world point, built by
+/// [`LoadedScene::build_solver`].
+///
+/// Every position the solver holds (particles, body, pin targets, contacts) is relative to
+/// `origin_m`; [`SceneSolver::world_render_positions`] gives the garments' render positions
+/// back in world coordinates. Frames, stats and exports of a bake are in world coordinates.
+pub struct SceneSolver {
+    /// The solver, in coordinates relative to `origin_m`.
+    pub solver: Solver,
+    /// Each garment's first particle in the solver.
+    pub offsets: Vec<u32>,
+    /// The world position of the solver's origin (m).
+    pub origin_m: Vec3,
+}
+
+impl SceneSolver {
+    /// The merged render positions of `loaded`'s garments relative to `origin_m` (m), as the
+    /// solver sees them.
+    pub fn local_render_positions(&self, loaded: &LoadedScene) -> Vec<Vec3> {
+        loaded.render_positions(&self.offsets, &self.solver.particles().x)
+    }
+
+    /// The merged render positions of `loaded`'s garments in world coordinates (m).
+    pub fn world_render_positions(&self, loaded: &LoadedScene) -> Vec<Vec3> {
+        let mut out = self.local_render_positions(loaded);
+        self.to_world(&mut out);
+        out
+    }
+
+    /// Moves positions relative to `origin_m` to world coordinates, in place.
+    pub fn to_world(&self, positions: &mut [Vec3]) {
+        if self.origin_m != Vec3::ZERO {
+            for p in positions {
+                *p += self.origin_m;
+            }
+        }
+    }
+}
+
+/// Edges of a welded garment shorter than this fraction of its median edge are collapsed
+/// before simulating ([`collapse_short_edges`]).
+pub const SHORT_EDGE_FRACTION: Real = 0.01;
+
+/// What [`collapse_short_edges`] did.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Collapsed {
+    /// Edges shorter than the threshold.
+    pub edges: usize,
+    /// Vertices merged into another.
+    pub vertices: usize,
+    /// The threshold (m).
+    pub threshold_m: Real,
+    /// The mesh's median edge length (m).
+    pub median_m: Real,
+}
+
+/// Collapses the edges of `welded` shorter than `fraction` of its median edge length: their
+/// ends become one vertex (the lowest-numbered one, where it stands), triangles that lose a
+/// corner are dropped, and the render map is updated. `None` (and the mesh unchanged) when no
+/// edge is that short.
+///
+/// Why: the solver judges a step by each edge's relative stretch, and an edge of a few
+/// micrometres (a sliver left by a modelling tool) stretches by 100 % when its ends move a few
+/// micrometres apart, so a single sliver fails a bake that is otherwise fine. Such an edge
+/// carries no shape: merging its ends changes nothing visible.
+pub fn collapse_short_edges(mut welded: Welded, fraction: Real) -> (Welded, Option<Collapsed>) {
+    let mesh = &welded.mesh;
+    let mut edges: Vec<(u32, u32, Real)> = Vec::with_capacity(mesh.indices.len() * 3);
+    for t in &mesh.indices {
+        for k in 0..3 {
+            let (a, b) = (t[k], t[(k + 1) % 3]);
+            let (a, b) = (a.min(b), a.max(b));
+            let len = mesh.positions[a as usize].distance(mesh.positions[b as usize]);
+            edges.push((a, b, len));
+        }
+    }
+    edges.sort_unstable_by_key(|e| (e.0, e.1));
+    edges.dedup_by_key(|e| (e.0, e.1));
+    let mut lengths: Vec<Real> = edges
+        .iter()
+        .map(|e| e.2)
+        .filter(|l| l.is_finite())
+        .collect();
+    if lengths.is_empty() {
+        return (welded, None);
+    }
+    let mid = lengths.len() / 2;
+    let median_m = *lengths.select_nth_unstable_by(mid, Real::total_cmp).1;
+    let threshold_m = median_m * fraction;
+    let short: Vec<(u32, u32)> = (edges.iter())
+        .filter(|e| e.0 != e.1 && e.2 < threshold_m)
+        .map(|e| (e.0, e.1))
+        .collect();
+    if short.is_empty() {
+        return (welded, None);
+    }
+    // Union–find over the short edges; every set is represented by its lowest vertex.
+    let n = mesh.positions.len();
+    let mut parent: Vec<u32> = (0..n as u32).collect();
+    fn root(parent: &mut [u32], mut i: u32) -> u32 {
+        while parent[i as usize] != i {
+            let up = parent[parent[i as usize] as usize];
+            parent[i as usize] = up;
+            i = up;
+        }
+        i
+    }
+    for &(a, b) in &short {
+        let (ra, rb) = (root(&mut parent, a), root(&mut parent, b));
+        let (lo, hi) = (ra.min(rb), ra.max(rb));
+        parent[hi as usize] = lo;
+    }
+    // Renumber the representatives in order.
+    let mut new_index = vec![u32::MAX; n];
+    let mut keep = Vec::new();
+    for i in 0..n as u32 {
+        let r = root(&mut parent, i);
+        if r == i {
+            new_index[i as usize] = keep.len() as u32;
+            keep.push(i);
+        }
+    }
+    let map: Vec<u32> = (0..n as u32)
+        .map(|i| new_index[root(&mut parent, i) as usize])
+        .collect();
+    let pick = |v: &Vec<Vec3>| keep.iter().map(|&i| v[i as usize]).collect::<Vec<_>>();
+    let mesh = &mut welded.mesh;
+    mesh.positions = pick(&mesh.positions);
+    if let Some(normals) = &mesh.normals {
+        mesh.normals = Some(pick(normals));
+    }
+    if let Some(uvs) = &mesh.uvs {
+        mesh.uvs = Some(keep.iter().map(|&i| uvs[i as usize]).collect());
+    }
+    mesh.indices = (mesh.indices.iter())
+        .map(|t| t.map(|i| map[i as usize]))
+        .filter(|t| t[0] != t[1] && t[1] != t[2] && t[0] != t[2])
+        .collect();
+    for w in &mut welded.original_to_welded {
+        *w = map[*w as usize];
+    }
+    let vertices = n - keep.len();
+    welded.merged += vertices;
+    let info = Collapsed {
+        edges: short.len(),
+        vertices,
+        threshold_m,
+        median_m,
+    };
+    (welded, Some(info))
 }
 
 /// Soft attachments: welded vertex index and compliance (m/N).
@@ -892,8 +1228,19 @@ pub fn write_glb(
     )
 }
 
-/// Bakes a loaded scene.
+/// Bakes a loaded scene, simulating it re-centred on [`LoadedScene::sim_origin_m`].
 pub fn bake(loaded: &LoadedScene, options: &BakeOptions) -> Result<BakeResult, BakeError> {
+    bake_at(loaded, options, loaded.sim_origin_m())
+}
+
+/// [`bake`], simulating re-centred on `origin_m` (m, world) instead; the frames are in world
+/// coordinates all the same. `Vec3::ZERO` simulates in world coordinates, as Drape did before
+/// it re-centred scenes.
+pub fn bake_at(
+    loaded: &LoadedScene,
+    options: &BakeOptions,
+    origin_m: Vec3,
+) -> Result<BakeResult, BakeError> {
     let wall = Instant::now();
     let scene = &loaded.scene;
     let fps = scene.timeline.fps;
@@ -901,8 +1248,12 @@ pub fn bake(loaded: &LoadedScene, options: &BakeOptions) -> Result<BakeResult, B
         .frames
         .unwrap_or_else(|| loaded.frame_count())
         .clamp(1, crate::scene::MAX_FRAMES) as usize;
-    let body = loaded.body_collider()?;
-    let (model, offsets) = loaded.build_model(body.as_ref());
+    let SceneSolver {
+        mut solver,
+        offsets,
+        origin_m,
+    } = loaded.build_solver_at(origin_m)?;
+    let model = solver.model();
     let counts = ConstraintCounts {
         stretch: model.stretch.len(),
         shear: model.shear.len(),
@@ -911,43 +1262,15 @@ pub fn bake(loaded: &LoadedScene, options: &BakeOptions) -> Result<BakeResult, B
         tether: model.tethers.len(),
     };
     let start_frame = scene.timeline.start_frame;
-    let body_path = loaded
-        .body
-        .as_ref()
-        .map(|b| b.path.clone())
-        .unwrap_or_default();
-    let sim_err = |frame, source| match source {
-        // A pose the collider cannot take is the body file's fault: name it.
-        SimError::Body { time_s, source } => BakeError::BodyPose {
-            scene: loaded.path.clone(),
-            body: body_path.clone(),
-            frame,
-            time_s,
-            source,
-        },
-        source => BakeError::Sim {
-            scene: loaded.path.clone(),
-            frame,
-            source,
-        },
-    };
-    let mut solver =
-        Solver::new(scene.solver.clone(), model, body).map_err(|e| sim_err(start_frame, e))?;
+    let sim_err = |frame, source| loaded.sim_error(frame, source);
     let dt = 1.0 / fps;
     let preroll = scene.timeline.preroll_frames;
+    // The body's poses in world coordinates, for export (the solver has its own clock, on the
+    // re-centred rig).
     let clock = loaded
         .body
         .as_ref()
         .map(|b| b.clock(preroll as f64 * dt as f64));
-    if let Some(clock) = &clock {
-        // A body that does not move is left static: posing it every substep would cost a
-        // skinning and a refit for nothing.
-        if clock.rig().is_animated() {
-            solver
-                .set_body_motion(Box::new(clock.clone()))
-                .map_err(|e| sim_err(start_frame, e))?;
-        }
-    }
     let mut warnings = loaded.warnings.clone();
     if preroll == 0 && clock.as_ref().is_some_and(|c| c.rig().is_animated()) {
         warnings.push(format!(
@@ -1017,7 +1340,8 @@ pub fn bake(loaded: &LoadedScene, options: &BakeOptions) -> Result<BakeResult, B
             body_poses.push(clock.pose(solver.time_s()));
         }
         let x = &solver.particles().x;
-        let render = render_of(x);
+        // Relative to the solver's origin, like the body it is measured against.
+        let mut render = render_of(x);
         let (max_stretch, mean_stretch) = edge_stretch(
             x,
             solver
@@ -1041,6 +1365,11 @@ pub fn bake(loaded: &LoadedScene, options: &BakeOptions) -> Result<BakeResult, B
             rollbacks: report.rollbacks,
             non_finite: render.iter().filter(|p| !p.is_finite()).count(),
         });
+        if origin_m != Vec3::ZERO {
+            for p in &mut render {
+                *p += origin_m;
+            }
+        }
         frames.push(render);
         if let Some(progress) = options.progress {
             progress(k + 1, total);

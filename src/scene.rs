@@ -65,6 +65,35 @@ pub struct BodySpec {
     pub animation: Option<AnimationRef>,
     /// What happens past the animation's end: `Loop` repeats it, `Clamp` holds the last pose.
     pub playback: Playback,
+    /// Factor from the file's units to metres, applied to the whole body (rest mesh, skeleton
+    /// and animation) right after loading: `0.01` for a body authored in centimetres. Finite
+    /// and greater than 0; 1 by default (not written then).
+    #[serde(skip_serializing_if = "is_one")]
+    pub unit_scale: Real,
+}
+
+/// Whether a unit scale is the default, 1 (it is then left out of the written scene).
+fn is_one(s: &Real) -> bool {
+    *s == 1.0
+}
+
+/// Bodies whose largest rest-pose extent is above this (m) get a unit warning when their
+/// `unit_scale` is 1: no character is 10 m tall; the file is likely in centimetres or inches.
+pub const MAX_PLAUSIBLE_BODY_M: Real = 10.0;
+
+/// Bodies whose largest rest-pose extent is below this (m) get a unit warning when their
+/// `unit_scale` is 1 (a file in decimetres, or scaled down on export).
+pub const MIN_PLAUSIBLE_BODY_M: Real = 0.1;
+
+/// The unit scale that brings an asset of largest extent `extent_m` (in file units) to
+/// about human size: the power of ten nearest to `1.7 / extent_m`, e.g. `0.01` for a body
+/// 166 units long. `None` for an extent that is not finite and positive.
+pub fn suggested_unit_scale(extent_m: Real) -> Option<Real> {
+    if !(extent_m.is_finite() && extent_m > 0.0) {
+        return None;
+    }
+    let exponent = (1.7 / extent_m as f64).log10().round() as i32;
+    Some(10f64.powi(exponent) as Real)
 }
 
 impl Default for BodySpec {
@@ -74,6 +103,7 @@ impl Default for BodySpec {
             mesh: None,
             animation: None,
             playback: Playback::Loop,
+            unit_scale: 1.0,
         }
     }
 }
@@ -158,6 +188,11 @@ pub struct GarmentSpec {
     /// one with the lower layer (worn underneath) does not yield and the other one drapes over
     /// it. Garments of the same layer push each other equally. 0 by default.
     pub layer: i32,
+    /// Factor from the file's units to metres, applied to the garment's mesh right after
+    /// loading (before welding, pins and proxy): `0.01` for a mesh authored in centimetres.
+    /// Finite and greater than 0; 1 by default (not written then).
+    #[serde(skip_serializing_if = "is_one")]
+    pub unit_scale: Real,
 }
 
 /// How coarse a garment's simulation proxy is.
@@ -196,6 +231,7 @@ impl Default for GarmentSpec {
             proxy: None,
             maps: None,
             layer: 0,
+            unit_scale: 1.0,
         }
     }
 }
@@ -483,9 +519,26 @@ impl Scene {
         self.solver
             .validate()
             .map_err(|e| field("solver".into(), e.to_string()))?;
+        let unit_scale = |name: String, s: Real| {
+            if s.is_finite() && s > 0.0 {
+                Ok(())
+            } else {
+                Err(field(
+                    name,
+                    format!(
+                        "{s} must be a finite factor greater than 0 from the file's units to \
+                         metres (e.g. 0.01 for centimetres)"
+                    ),
+                ))
+            }
+        };
+        if let Some(b) = &self.body {
+            unit_scale("body.unit_scale".into(), b.unit_scale)?;
+        }
         for (i, g) in self.garments.iter().enumerate() {
             g.resolve_fabric()
                 .map_err(|e| field(format!("garments[{i}].fabric"), e.to_string()))?;
+            unit_scale(format!("garments[{i}].unit_scale"), g.unit_scale)?;
             if !(g.weld_tolerance_m.is_finite() && g.weld_tolerance_m >= 0.0) {
                 return Err(field(
                     format!("garments[{i}].weld_tolerance_m"),
@@ -642,6 +695,52 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(e.contains("substeps"), "{e}");
+    }
+
+    #[test]
+    fn unit_scale_defaults_to_one_is_validated_and_round_trips() {
+        let parse = |body: &str, garment: &str| {
+            Scene::from_ron(
+                &format!(
+                    "(body: Some((path: \"b.glb\"{body})), garments: [(path: \"g.glb\"{garment})])"
+                ),
+                Path::new("u.ron"),
+            )
+        };
+        let s = parse("", "").unwrap();
+        assert_eq!(s.body.as_ref().unwrap().unit_scale, 1.0);
+        assert_eq!(s.garments[0].unit_scale, 1.0);
+        // The default is not written, so older readers and diffs see nothing new.
+        assert!(!s.to_ron().unwrap().contains("unit_scale"));
+        let s = parse(", unit_scale: 0.01", ", unit_scale: 0.001").unwrap();
+        assert_eq!(s.body.as_ref().unwrap().unit_scale, 0.01);
+        assert_eq!(s.garments[0].unit_scale, 0.001);
+        let back = Scene::from_ron(&s.to_ron().unwrap(), Path::new("u.ron")).unwrap();
+        assert_eq!(back, s);
+        for bad in ["0.0", "-1.0", "inf", "NaN"] {
+            let e = parse(&format!(", unit_scale: {bad}"), "")
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains("u.ron") && e.contains("`body.unit_scale`"),
+                "{e}"
+            );
+            let e = parse("", &format!(", unit_scale: {bad}"))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("`garments[0].unit_scale`"), "{e}");
+        }
+    }
+
+    #[test]
+    fn suggested_unit_scale_is_the_power_of_ten_to_human_size() {
+        assert_eq!(suggested_unit_scale(166.0), Some(0.01));
+        assert_eq!(suggested_unit_scale(1700.0), Some(0.001));
+        assert_eq!(suggested_unit_scale(67.0), Some(0.01));
+        assert_eq!(suggested_unit_scale(0.017), Some(100.0));
+        assert_eq!(suggested_unit_scale(1.7), Some(1.0));
+        assert_eq!(suggested_unit_scale(0.0), None);
+        assert_eq!(suggested_unit_scale(Real::NAN), None);
     }
 
     #[test]

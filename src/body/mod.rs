@@ -57,6 +57,7 @@ mod load;
 mod parts;
 mod pose;
 mod skin;
+mod units;
 
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -70,6 +71,7 @@ use crate::mesh::{Mesh, MeshError};
 
 pub use parry3d::glamx::{Mat4, Quat};
 pub use pose::Pose;
+pub(crate) use units::bounds;
 
 /// Problems loading a body or finding an animation in it; every variant names the file.
 #[derive(Debug, thiserror::Error)]
