@@ -16,6 +16,7 @@ use std::collections::HashMap;
 
 use parry3d::query::{PointQuery, PointQueryWithLocation, Ray, RayCast};
 use parry3d::shape::{TriMesh, TriMeshFlags, TrianglePointLocation};
+use rayon::prelude::*;
 
 use crate::math::{Real, Vec3};
 use crate::mesh::Mesh;
@@ -347,62 +348,118 @@ impl BodyCollider {
         // Look this much farther than needed, so the bound stays useful for a few substeps.
         let radius = reach + PROXIMITY_LOOKAHEAD_M;
         cache.resize(x.len());
-        for (i, (&p, &w)) in x.iter().zip(inv_mass).enumerate() {
-            if w <= 0.0 {
-                continue;
-            }
-            let start = x_prev.get(i).copied().unwrap_or(p);
-            // Every point of the segment start → p is within `moved` of where the particle was
-            // last queried, so the whole sweep is provably out of reach when this bound is.
-            let q = cache.queried_at[i];
-            let moved = (p - q).length().max((start - q).length());
-            let bound = cache.distance_m[i] - moved - (self.travel_m - cache.travel_at[i]) as Real;
-            if bound > reach {
-                continue;
-            }
-            cache.queried_at[i] = p;
-            cache.travel_at[i] = self.travel_m;
-            let near = self.query(p, radius);
-            let surface_motion = near
-                .map(|s| self.surface_motion(s.triangle, s.point_m))
-                .unwrap_or(Vec3::ZERO);
-            if let Some(c) = self.sweep(i as u32, start + surface_motion, p, thickness_m) {
-                cache.distance_m[i] = 0.0;
-                // The entry face alone: adding a pinch contact here too was tried and made
-                // CesiumMan's bake diverge.
-                out.push(c);
-                continue;
-            }
-            match near {
-                Some(s) => {
-                    cache.distance_m[i] = s.signed_distance_m.max(0.0);
-                    if s.signed_distance_m <= reach {
-                        out.push(Contact {
-                            particle: i as u32,
-                            point_m: s.point_m,
-                            normal: s.normal,
-                            body_motion_m: surface_motion,
-                            thickness_m,
-                        });
-                        self.push_opposing(i as u32, p, &s, reach, thickness_m, out);
-                    }
+        let ProximityCache {
+            queried_at,
+            distance_m,
+            travel_at,
+            chunks,
+            parallel,
+        } = cache;
+        let chunk_count = x.len().div_ceil(CONTACT_CHUNK);
+        chunks.resize_with(chunk_count, Vec::new);
+        // Fixed chunks of particles, each with its own contact list, joined in chunk order: the
+        // contacts come out in particle order whatever the thread count.
+        let search = |(k, (((queried, distance), travel), found)): ChunkTask<'_>| {
+            found.clear();
+            let first = k * CONTACT_CHUNK;
+            for j in 0..queried.len() {
+                let i = first + j;
+                if inv_mass[i] <= 0.0 {
+                    continue;
                 }
-                None => {
-                    // Far from the surface, or deep inside a closed body (then it needs a
-                    // contact that pushes it out). The unbounded query also gives a longer bound.
-                    let s = self.closest(p);
-                    if s.signed_distance_m < 0.0 {
-                        cache.distance_m[i] = 0.0;
-                        out.push(Contact {
-                            particle: i as u32,
-                            point_m: s.point_m,
-                            normal: s.normal,
-                            body_motion_m: self.surface_motion(s.triangle, s.point_m),
-                            thickness_m,
-                        });
-                    } else {
-                        cache.distance_m[i] = s.signed_distance_m.max(radius);
-                    }
+                let slot = CacheSlot {
+                    queried_at: &mut queried[j],
+                    distance_m: &mut distance[j],
+                    travel_at: &mut travel[j],
+                };
+                let start = x_prev.get(i).copied().unwrap_or(x[i]);
+                self.particle_contacts(i, start, x[i], thickness_m, reach, radius, slot, found);
+            }
+        };
+        if *parallel && chunk_count > 1 {
+            (queried_at.par_chunks_mut(CONTACT_CHUNK))
+                .zip(distance_m.par_chunks_mut(CONTACT_CHUNK))
+                .zip(travel_at.par_chunks_mut(CONTACT_CHUNK))
+                .zip(chunks.par_iter_mut())
+                .enumerate()
+                .for_each(search);
+        } else {
+            (queried_at.chunks_mut(CONTACT_CHUNK))
+                .zip(distance_m.chunks_mut(CONTACT_CHUNK))
+                .zip(travel_at.chunks_mut(CONTACT_CHUNK))
+                .zip(chunks.iter_mut())
+                .enumerate()
+                .for_each(search);
+        }
+        for found in chunks.iter() {
+            out.extend_from_slice(found);
+        }
+    }
+
+    /// The contacts of particle `i` (moving from `start` to `p` in this substep), appended to
+    /// `out`; `slot` is its entry in the [`ProximityCache`].
+    #[allow(clippy::too_many_arguments)]
+    fn particle_contacts(
+        &self,
+        i: usize,
+        start: Vec3,
+        p: Vec3,
+        thickness_m: Real,
+        reach: Real,
+        radius: Real,
+        slot: CacheSlot<'_>,
+        out: &mut Vec<Contact>,
+    ) {
+        // Every point of the segment start → p is within `moved` of where the particle was
+        // last queried, so the whole sweep is provably out of reach when this bound is.
+        let q = *slot.queried_at;
+        let moved = (p - q).length().max((start - q).length());
+        let bound = *slot.distance_m - moved - (self.travel_m - *slot.travel_at) as Real;
+        if bound > reach {
+            return;
+        }
+        *slot.queried_at = p;
+        *slot.travel_at = self.travel_m;
+        let near = self.query(p, radius);
+        let surface_motion = near
+            .map(|s| self.surface_motion(s.triangle, s.point_m))
+            .unwrap_or(Vec3::ZERO);
+        if let Some(c) = self.sweep(i as u32, start + surface_motion, p, thickness_m) {
+            *slot.distance_m = 0.0;
+            // The entry face alone: adding a pinch contact here too was tried and made
+            // CesiumMan's bake diverge.
+            out.push(c);
+            return;
+        }
+        match near {
+            Some(s) => {
+                *slot.distance_m = s.signed_distance_m.max(0.0);
+                if s.signed_distance_m <= reach {
+                    out.push(Contact {
+                        particle: i as u32,
+                        point_m: s.point_m,
+                        normal: s.normal,
+                        body_motion_m: surface_motion,
+                        thickness_m,
+                    });
+                    self.push_opposing(i as u32, p, &s, reach, thickness_m, out);
+                }
+            }
+            None => {
+                // Far from the surface, or deep inside a closed body (then it needs a
+                // contact that pushes it out). The unbounded query also gives a longer bound.
+                let s = self.closest(p);
+                if s.signed_distance_m < 0.0 {
+                    *slot.distance_m = 0.0;
+                    out.push(Contact {
+                        particle: i as u32,
+                        point_m: s.point_m,
+                        normal: s.normal,
+                        body_motion_m: self.surface_motion(s.triangle, s.point_m),
+                        thickness_m,
+                    });
+                } else {
+                    *slot.distance_m = s.signed_distance_m.max(radius);
                 }
             }
         }
@@ -720,9 +777,41 @@ pub struct ProximityCache {
     /// The body's travel ([`BodyCollider::set_pose`]) at the particle's last query (m); f64, as
     /// the running sum grows for the whole bake.
     travel_at: Vec<f64>,
+    /// Contacts found per chunk of [`CONTACT_CHUNK`] particles (scratch, reused).
+    chunks: Vec<Vec<Contact>>,
+    /// Search the chunks on rayon's thread pool.
+    parallel: bool,
+}
+
+/// One task of the contact search: the chunk's index, its cache entries and its contact list.
+type ChunkTask<'a> = (
+    usize,
+    (
+        ((&'a mut [Vec3], &'a mut [Real]), &'a mut [f64]),
+        &'a mut Vec<Contact>,
+    ),
+);
+
+/// Particles per task of the contact search.
+const CONTACT_CHUNK: usize = 512;
+
+/// One particle's entry in a [`ProximityCache`].
+struct CacheSlot<'a> {
+    queried_at: &'a mut Vec3,
+    distance_m: &'a mut Real,
+    travel_at: &'a mut f64,
 }
 
 impl ProximityCache {
+    /// An empty cache; `parallel` searches chunks of particles on rayon's thread pool (the
+    /// contacts come out in the same order either way).
+    pub fn new(parallel: bool) -> Self {
+        Self {
+            parallel,
+            ..Self::default()
+        }
+    }
+
     fn resize(&mut self, n: usize) {
         if self.queried_at.len() != n {
             // Unknown: a bound of 0 forces a query.

@@ -13,6 +13,7 @@
 #[cfg(feature = "gui")]
 pub mod app;
 pub mod bake;
+pub mod batch;
 pub mod binding;
 pub mod body;
 pub mod collide;

@@ -47,6 +47,9 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
+use rayon::prelude::*;
+
+use crate::batch::{self, Batching, SharedSlice};
 use crate::collide::{BodyCollider, ColliderError, Contact, ProximityCache, SurfaceAnchor};
 use crate::constraints::{
     friction_correction, solve_attachment, solve_bend, solve_contact, solve_distance, solve_shear,
@@ -101,6 +104,14 @@ pub struct SolverSettings {
     pub stretch_relaxation: Real,
     /// Distance kept between two layers of cloth when [`Self::self_collision`] is on (m).
     pub self_collision_thickness_m: Real,
+    /// Search body contacts on all cores (rayon's pool). Exact: the contacts, and so the whole
+    /// result, are the same as the serial search's, bit for bit, on any thread count.
+    pub parallel: bool,
+    /// Project stretch, shear and bend in batches that share no particle, on all cores (see
+    /// [`crate::batch`]). The result is the same on any thread count, but it is Gauss–Seidel in
+    /// another order than the mesh's, which leaves 2–4× more stretch at the same substeps; so it
+    /// is off by default (docs/solver.md, "Parallel projection").
+    pub parallel_projection: bool,
 }
 
 impl Default for SolverSettings {
@@ -119,6 +130,8 @@ impl Default for SolverSettings {
             self_collision: false,
             stretch_relaxation: 1.0,
             self_collision_thickness_m: 0.004,
+            parallel: true,
+            parallel_projection: false,
         }
     }
 }
@@ -433,6 +446,9 @@ pub struct FrameReport {
     pub rollbacks: u32,
     /// Constraint projections skipped as degenerate (coincident particles, zero area).
     pub degenerate: u64,
+    /// Constraint projections made (every constraint, contact and self-contact, once per sweep,
+    /// retries included): the throughput figure of the benchmarks.
+    pub projections: u64,
     /// Largest stretch-constraint residual `|C + α̃·λ|` in the last iteration of the last
     /// substep (m).
     pub max_residual_m: Real,
@@ -482,6 +498,132 @@ pub struct Solver {
     drag_point: Vec3,
     lambda_drag: Real,
     times: StageTimes,
+    /// The batches of `model.stretch`, `shear` and `bend` (reordered to match) when
+    /// [`SolverSettings::parallel_projection`] is on.
+    batches: Option<Batches>,
+}
+
+/// The batches of `model.stretch`, `shear` and `bend` (each reordered into batch order).
+#[derive(Debug)]
+struct Batches {
+    stretch: Batching,
+    shear: Batching,
+    bend: Batching,
+}
+
+impl Batches {
+    /// Batches the model's stretch, shear and bend constraints and reorders them to match.
+    fn new(model: &mut ClothModel) -> Self {
+        let part = batch::slabs(&model.positions);
+        let stretch = Batching::new(&stencils(&model.stretch, |c| c.particles), &part);
+        let shear = Batching::new(&stencils(&model.shear, |c| c.particles), &part);
+        let bend = Batching::new(&stencils(&model.bend, |c| c.particles), &part);
+        model.stretch = stretch.apply(&model.stretch);
+        model.shear = shear.apply(&model.shear);
+        model.bend = bend.apply(&model.bend);
+        Self {
+            stretch,
+            shear,
+            bend,
+        }
+    }
+}
+
+fn stencils<T, const K: usize>(items: &[T], particles: impl Fn(&T) -> [u32; K]) -> Vec<[u32; K]> {
+    items.iter().map(particles).collect()
+}
+
+/// What the projections of one constraint kind counted in one sweep.
+#[derive(Clone, Copy, Debug, Default)]
+struct SweepCounts {
+    /// Constraints skipped as degenerate.
+    degenerate: u64,
+    /// Largest stretch residual `|Δλ|·(w_a + w_b + α̃)` (m), on the last sweep only.
+    max_residual_m: Real,
+}
+
+/// The counts of one degenerate constraint.
+fn degenerate() -> SweepCounts {
+    SweepCounts {
+        degenerate: 1,
+        max_residual_m: 0.0,
+    }
+}
+
+impl SweepCounts {
+    fn merge(self, o: Self) -> Self {
+        Self {
+            degenerate: self.degenerate + o.degenerate,
+            max_residual_m: self.max_residual_m.max(o.max_residual_m),
+        }
+    }
+}
+
+/// Smallest number of constraints one rayon task projects: below this the task costs more than
+/// the work it shares.
+const MIN_PARALLEL_BATCH: usize = 256;
+
+/// Projects every constraint of one kind once: in `batches` (the parts in parallel, then the
+/// cut's colours), or (without `batches`) serially in the list's order. `reverse` runs the
+/// sweep backward, for the symmetric pass.
+///
+/// `project` must touch only the particles of its constraint: [`SharedSlice`]'s contract.
+fn project_kind<T: Sync>(
+    items: &[T],
+    lambdas: &mut [Real],
+    batches: Option<&Batching>,
+    reverse: bool,
+    x: SharedSlice<'_, Vec3>,
+    project: impl Fn(&T, &mut Real, SharedSlice<'_, Vec3>) -> SweepCounts + Sync,
+) -> SweepCounts {
+    let Some(b) = batches else {
+        let mut counts = SweepCounts::default();
+        sweep(items, lambdas, reverse, |(c, l)| {
+            counts = counts.merge(project(c, l, x));
+        });
+        return counts;
+    };
+    let lambdas = SharedSlice::new(lambdas);
+    // SAFETY (both closures): the batches of one call never share a constraint, so each
+    // multiplier has one user; the particles are `project`'s contract.
+    let one = |i: usize| project(&items[i], unsafe { lambdas.get_mut(i) }, x);
+    let parts = || {
+        (0..b.parts.len() - 1)
+            .into_par_iter()
+            .map(|k| {
+                let range = b.parts[k]..b.parts[k + 1];
+                let fold = |a: SweepCounts, i| a.merge(one(i));
+                if reverse {
+                    range.rev().fold(SweepCounts::default(), fold)
+                } else {
+                    range.fold(SweepCounts::default(), fold)
+                }
+            })
+            .reduce(SweepCounts::default, SweepCounts::merge)
+    };
+    let cut = || {
+        let colours = b.cut.len() - 1;
+        (0..colours)
+            .map(|k| if reverse { colours - 1 - k } else { k })
+            .map(|k| {
+                let range = b.cut[k]..b.cut[k + 1];
+                if range.len() < 2 * MIN_PARALLEL_BATCH {
+                    range.fold(SweepCounts::default(), |a, i| a.merge(one(i)))
+                } else {
+                    range
+                        .into_par_iter()
+                        .with_min_len(MIN_PARALLEL_BATCH)
+                        .map(one)
+                        .reduce(SweepCounts::default, SweepCounts::merge)
+                }
+            })
+            .fold(SweepCounts::default(), SweepCounts::merge)
+    };
+    if reverse {
+        cut().merge(parts())
+    } else {
+        parts().merge(cut())
+    }
 }
 
 /// Visits constraints with their multipliers, forward or backward.
@@ -541,7 +683,7 @@ impl Solver {
     /// Builds a solver; fails on invalid settings or constraint indices.
     pub fn new(
         settings: SolverSettings,
-        model: ClothModel,
+        mut model: ClothModel,
         body: Option<BodyCollider>,
     ) -> Result<Self, SimError> {
         settings.validate()?;
@@ -690,6 +832,9 @@ impl Solver {
                 });
             }
         }
+        let batches = settings
+            .parallel_projection
+            .then(|| Batches::new(&mut model));
         let mut mass = model.mass_kg.clone();
         for pin in &model.pins {
             mass[pin.particle as usize] = 0.0;
@@ -732,7 +877,7 @@ impl Solver {
             lambda_tether: vec![0.0; model.tethers.len()],
             contacts: Vec::new(),
             lambda_contact: Vec::new(),
-            proximity: ProximityCache::default(),
+            proximity: ProximityCache::new(settings.parallel),
             checkpoint: particles.clone(),
             settings,
             particles,
@@ -743,6 +888,7 @@ impl Solver {
             drag_point: Vec3::ZERO,
             lambda_drag: 0.0,
             times: StageTimes::default(),
+            batches,
         })
     }
 
@@ -1032,6 +1178,7 @@ impl Solver {
             drag_point,
             lambda_drag,
             times,
+            batches,
             ..
         } = self;
 
@@ -1137,74 +1284,110 @@ impl Solver {
                     x[i] += d;
                 }
             });
-            let mut max_residual: Real = 0.0;
-            sweep(&model.stretch, lambda_stretch, reverse, |(c, l)| {
-                let [a, b] = c.particles.map(|i| i as usize);
-                let before = *l;
-                match solve_distance(
-                    [x[a], x[b]],
-                    [w[a], w[b]],
-                    c.rest_length_m,
-                    c.compliance_m_per_n,
-                    h,
-                    l,
-                ) {
-                    Outcome::Move([da, db]) => {
-                        // Over-relaxation: ω times the Gauss–Seidel step, multiplier included.
-                        let omega = settings.stretch_relaxation;
-                        x[a] += da * omega;
-                        x[b] += db * omega;
-                        *l = before + (*l - before) * omega;
-                        if last {
-                            let denom = w[a] + w[b] + c.compliance_m_per_n / (h * h);
-                            max_residual = max_residual.max((*l - before).abs() * denom);
+            let xs = SharedSlice::new(x);
+            let omega = settings.stretch_relaxation;
+            let inv_h2 = 1.0 / (h * h);
+            // SAFETY (the three kinds below): each closure reads and writes only the particles
+            // of its own constraint, whose indices `Solver::new` checked; within a colour no two
+            // constraints share a particle (`Batches::colour`), and serially there is one thread.
+            let stretch = project_kind(
+                &model.stretch,
+                lambda_stretch,
+                batches.as_ref().map(|b| &b.stretch),
+                reverse,
+                xs,
+                |c, l, x| {
+                    let [a, b] = c.particles.map(|i| i as usize);
+                    let before = *l;
+                    let (xa, xb) = unsafe { (x.get(a), x.get(b)) };
+                    let mut counts = SweepCounts::default();
+                    match solve_distance(
+                        [xa, xb],
+                        [w[a], w[b]],
+                        c.rest_length_m,
+                        c.compliance_m_per_n,
+                        h,
+                        l,
+                    ) {
+                        Outcome::Move([da, db]) => {
+                            // Over-relaxation: ω times the Gauss–Seidel step, multiplier
+                            // included.
+                            unsafe {
+                                x.add(a, da * omega);
+                                x.add(b, db * omega);
+                            }
+                            *l = before + (*l - before) * omega;
+                            if last {
+                                let denom = w[a] + w[b] + c.compliance_m_per_n * inv_h2;
+                                counts.max_residual_m = (*l - before).abs() * denom;
+                            }
                         }
+                        Outcome::Degenerate => counts.degenerate = 1,
+                        Outcome::Rigid => {}
                     }
-                    Outcome::Degenerate => report.degenerate += 1,
-                    Outcome::Rigid => {}
-                }
-            });
+                    counts
+                },
+            );
             if last {
-                report.max_residual_m = max_residual;
+                report.max_residual_m = stretch.max_residual_m;
             }
-            sweep(&model.shear, lambda_shear, reverse, |(c, l)| {
-                let [a, b, d] = c.particles.map(|i| i as usize);
-                match solve_shear(
-                    [x[a], x[b], x[d]],
-                    [w[a], w[b], w[d]],
-                    c.rest_inverse,
-                    c.compliance_per_n_m,
-                    h,
-                    l,
-                ) {
-                    Outcome::Move([da, db, dd]) => {
-                        x[a] += da;
-                        x[b] += db;
-                        x[d] += dd;
+            let shear = project_kind(
+                &model.shear,
+                lambda_shear,
+                batches.as_ref().map(|b| &b.shear),
+                reverse,
+                xs,
+                |c, l, x| {
+                    let [a, b, d] = c.particles.map(|i| i as usize);
+                    let p = unsafe { [x.get(a), x.get(b), x.get(d)] };
+                    match solve_shear(
+                        p,
+                        [w[a], w[b], w[d]],
+                        c.rest_inverse,
+                        c.compliance_per_n_m,
+                        h,
+                        l,
+                    ) {
+                        Outcome::Move([da, db, dd]) => unsafe {
+                            x.add(a, da);
+                            x.add(b, db);
+                            x.add(d, dd);
+                        },
+                        Outcome::Degenerate => return degenerate(),
+                        Outcome::Rigid => {}
                     }
-                    Outcome::Degenerate => report.degenerate += 1,
-                    Outcome::Rigid => {}
-                }
-            });
-            sweep(&model.bend, lambda_bend, reverse, |(c, l)| {
-                let idx = c.particles.map(|i| i as usize);
-                match solve_bend(
-                    idx.map(|i| x[i]),
-                    idx.map(|i| w[i]),
-                    c.rest_angle_rad,
-                    c.compliance_per_n_m,
-                    h,
-                    l,
-                ) {
-                    Outcome::Move(d) => {
-                        for k in 0..4 {
-                            x[idx[k]] += d[k];
+                    SweepCounts::default()
+                },
+            );
+            let bend = project_kind(
+                &model.bend,
+                lambda_bend,
+                batches.as_ref().map(|b| &b.bend),
+                reverse,
+                xs,
+                |c, l, x| {
+                    let idx = c.particles.map(|i| i as usize);
+                    let p = idx.map(|i| unsafe { x.get(i) });
+                    match solve_bend(
+                        p,
+                        idx.map(|i| w[i]),
+                        c.rest_angle_rad,
+                        c.compliance_per_n_m,
+                        h,
+                        l,
+                    ) {
+                        Outcome::Move(d) => {
+                            for k in 0..4 {
+                                unsafe { x.add(idx[k], d[k]) };
+                            }
                         }
+                        Outcome::Degenerate => return degenerate(),
+                        Outcome::Rigid => {}
                     }
-                    Outcome::Degenerate => report.degenerate += 1,
-                    Outcome::Rigid => {}
-                }
-            });
+                    SweepCounts::default()
+                },
+            );
+            report.degenerate += stretch.degenerate + shear.degenerate + bend.degenerate;
             for (c, l) in contacts.iter().zip(lambda_contact.iter_mut()) {
                 let i = c.particle as usize;
                 let before = *l;
@@ -1227,6 +1410,16 @@ impl Solver {
                 sc.project(x, w, reverse);
             }
         }
+        let self_contacts = self_collision.as_ref().map_or(0, |sc| sc.contacts().len());
+        let per_sweep = model.stretch.len()
+            + model.shear.len()
+            + model.bend.len()
+            + model.attach.len()
+            + model.tethers.len()
+            + usize::from(drag.is_some())
+            + contacts.len()
+            + self_contacts;
+        report.projections += (sweeps as u64) * per_sweep as u64;
         times.project += t.elapsed();
 
         // 6. Velocities, then friction against the body at the velocity level: the velocity

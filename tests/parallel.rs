@@ -1,0 +1,116 @@
+//! The parallel solver (issue 8): the parallel contact search gives exactly the serial result;
+//! the batched projection gives the same result on any number of threads and the same drape as
+//! the serial Gauss–Seidel reference, with more stretch (see docs/solver.md).
+
+use drape::bake::LoadedScene;
+use drape::demo::{write_demo, DemoScene};
+use drape::math::{Real, Vec3};
+use drape::sim::Solver;
+
+const FRAMES: u32 = 24;
+
+fn sphere_drop(n: u32, dir: &std::path::Path) -> LoadedScene {
+    let path = write_demo(dir, DemoScene::SphereDrop, Some(n)).expect("demo scene");
+    let mut loaded = LoadedScene::load(&path).expect("scene loads");
+    loaded.scene.solver.substeps = 10;
+    loaded
+}
+
+/// Positions after `FRAMES` frames with the given parallel settings, on a rayon pool of
+/// `threads` threads.
+fn run(loaded: &LoadedScene, contacts: bool, projection: bool, threads: usize) -> Vec<Vec3> {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .expect("thread pool");
+    pool.install(|| {
+        let body = loaded.body_collider().expect("collider");
+        let (model, _) = loaded.build_model(body.as_ref());
+        let mut settings = loaded.scene.solver.clone();
+        settings.parallel = contacts;
+        settings.parallel_projection = projection;
+        let mut solver = Solver::new(settings, model, body).expect("solver");
+        let mut contacts_seen = 0;
+        for _ in 0..FRAMES {
+            contacts_seen += solver.step_frame(1.0 / 24.0).expect("frame").contacts;
+        }
+        assert!(contacts_seen > 0, "the cloth never reached the sphere");
+        solver.particles().x.clone()
+    })
+}
+
+fn bits(x: &[Vec3]) -> Vec<[u32; 3]> {
+    x.iter()
+        .map(|p| [p.x.to_bits(), p.y.to_bits(), p.z.to_bits()])
+        .collect()
+}
+
+fn max_edge_stretch(loaded: &LoadedScene, x: &[Vec3]) -> Real {
+    let (model, _) = loaded.build_model(None);
+    model
+        .stretch
+        .iter()
+        .map(|c| {
+            let [a, b] = c.particles.map(|i| i as usize);
+            (x[a] - x[b]).length() / c.rest_length_m - 1.0
+        })
+        .fold(0.0, Real::max)
+}
+
+fn mean_height(x: &[Vec3]) -> Real {
+    x.iter().map(|p| p.y).sum::<Real>() / x.len() as Real
+}
+
+#[test]
+fn parallel_contact_search_gives_exactly_the_serial_result() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    // 48 × 48 = 2304 particles: five chunks of the contact search.
+    let loaded = sphere_drop(48, dir.path());
+    let serial = run(&loaded, false, false, 1);
+    assert!(serial.iter().all(|p| p.is_finite()));
+    let parallel = run(&loaded, true, false, 2);
+    assert!(
+        bits(&serial) == bits(&parallel),
+        "serial and parallel search differ"
+    );
+}
+
+#[test]
+fn batched_projection_is_identical_on_one_two_and_four_threads() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    // 48 × 48: every part and several cut colours are big enough to split.
+    let loaded = sphere_drop(48, dir.path());
+    let one = run(&loaded, true, true, 1);
+    assert!(one.iter().all(|p| p.is_finite()));
+    let two = run(&loaded, true, true, 2);
+    let four = run(&loaded, true, true, 4);
+    assert!(bits(&one) == bits(&two), "1 vs 2 threads differ");
+    assert!(bits(&one) == bits(&four), "1 vs 4 threads differ");
+}
+
+#[test]
+fn batched_projection_gives_the_same_drape_with_more_stretch() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let loaded = sphere_drop(32, dir.path());
+    let serial = run(&loaded, true, false, 2);
+    let batched = run(&loaded, true, true, 2);
+    let (ys, yb) = (mean_height(&serial), mean_height(&batched));
+    let (ss, sb) = (
+        max_edge_stretch(&loaded, &serial),
+        max_edge_stretch(&loaded, &batched),
+    );
+    eprintln!(
+        "mean height {ys:.4} vs {yb:.4} m; max stretch {:.2} % vs {:.2} %",
+        ss * 100.0,
+        sb * 100.0
+    );
+    // The cloth fell from 0.5 m and lies on the sphere (top at 0.3 m) either way, its mean
+    // height within 1 cm (measured: 0.0644 and 0.0590 m) ...
+    assert!(ys < 0.1 && yb < 0.1, "mean heights {ys}, {yb}");
+    assert!((ys - yb).abs() < 0.01, "mean height {ys} vs {yb}");
+    // ... and the batched order leaves more stretch (measured 7.6 % and 29 %), still far from
+    // the 100 % failure threshold. If this starts failing because the batched stretch came down
+    // to the serial one, update docs/solver.md and consider turning the batches on by default.
+    assert!(ss < 0.12, "serial stretch {ss}");
+    assert!(sb > ss && sb < 0.45, "batched stretch {sb} (serial {ss})");
+}
