@@ -121,5 +121,55 @@ fn collider_update(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, standard_scene, collider_update);
+/// Constraint projections per second (issue 8's throughput figure) and the stage split, at
+/// N = 32 … 256: the first 12 frames of the drape (fall and first contact, before a coarse
+/// substep count can fail at the large sizes), serial and batched projection. Printed, not
+/// timed by criterion: one run per configuration is minutes at N = 256.
+fn throughput(_c: &mut Criterion) {
+    if std::env::var_os("DRAPE_BENCH_THROUGHPUT").is_none() {
+        eprintln!("throughput: set DRAPE_BENCH_THROUGHPUT=1 to run (minutes at N = 256)");
+        return;
+    }
+    for n in [32u32, 64, 128, 256] {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let loaded = load(n, dir.path());
+        for batched in [false, true] {
+            let body = loaded.body_collider().expect("collider");
+            let (model, _) = loaded.build_model(body.as_ref());
+            let mut settings = loaded.scene.solver.clone();
+            settings.parallel_projection = batched;
+            let mut s = Solver::new(settings, model, body).expect("solver");
+            let (mut projections, mut frames) = (0u64, 0u32);
+            let t = Instant::now();
+            for _ in 0..12 {
+                match s.step_frame(1.0 / 24.0) {
+                    Ok(r) => {
+                        projections += r.projections;
+                        frames += 1;
+                    }
+                    Err(_) => break,
+                }
+            }
+            let secs = t.elapsed().as_secs_f64();
+            let st = s.stage_times();
+            let ms = |d: Duration| d.as_secs_f64() * 1e3 / frames.max(1) as f64;
+            eprintln!(
+                "N = {n} ({} vertices), {} projection: {frames} frames, {:.1} ms/frame, {:.2e} projections/s over the whole step, {:.2e} in the projection stage; per frame: kinematics {:.1}, predict {:.1}, contacts {:.1}, project {:.1}, velocities {:.1}, check {:.1} ms",
+                n * n,
+                if batched { "batched" } else { "serial" },
+                secs * 1e3 / frames.max(1) as f64,
+                projections as f64 / secs,
+                projections as f64 / st.project.as_secs_f64(),
+                ms(st.kinematics),
+                ms(st.predict),
+                ms(st.contacts),
+                ms(st.project),
+                ms(st.velocities),
+                ms(st.check),
+            );
+        }
+    }
+}
+
+criterion_group!(benches, standard_scene, collider_update, throughput);
 criterion_main!(benches);
