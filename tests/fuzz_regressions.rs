@@ -19,21 +19,7 @@ use entry::Outcome;
 /// Corpus files that still crash a loader whose fix is pending: `(target, file, what)`. They are
 /// left out of the corpus tests and run by [`known_crashes_still_pending`] (ignored), so CI stays
 /// green until the fix lands; then the entry is removed from here.
-const PENDING: &[(&str, &str, &str)] = &[
-    (
-        "gltf_import",
-        "crash-gltf-json-position-accessor-index.glb",
-        "gltf-json 1.4.1 (src/mesh.rs:151, the POSITION min/max check) indexes `accessors` with \
-         an index it has not checked and panics; gltf_common::open catches the unwind and \
-         returns an error, but the panic still happens (and aborts a panic=abort build)",
-    ),
-    (
-        "scene_load",
-        "crash-scene-maps-run-length.ron",
-        "src/paint/maps.rs: an inline map's `vertices` is not bounded, so one run-length run of a \
-         few bytes asks for 200 MB per map (4 GB with `vertices: 1000000000`)",
-    ),
-];
+const PENDING: &[(&str, &str, &str)] = &[];
 
 fn corpus_dir(target: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

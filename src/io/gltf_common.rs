@@ -75,6 +75,7 @@ pub(crate) fn open(path: &Path) -> Result<GltfFile, GltfImportError> {
         source,
     })?;
     let json = check_glb_header(path, &bytes)?;
+    check_position_accessors(path, json.unwrap_or(&bytes))?;
     // The header checks above cover the panics known in `gltf` 1.4's parser; catching an unwind
     // is the last line of defence against a damaged file taking the process down.
     let parsed = std::panic::catch_unwind(|| gltf::Gltf::from_slice(&bytes)).map_err(|_| {
@@ -106,6 +107,42 @@ pub(crate) fn open(path: &Path) -> Result<GltfFile, GltfImportError> {
 /// Names the accessor, bufferView or buffer whose count, offset, length or stride is not a
 /// whole number (negative, fractional, or too large), when the parser refused the JSON for
 /// that; `None` when the JSON has no such field (the parser's own message is used then).
+/// Checks that every primitive's `POSITION` names an existing accessor: `gltf-json` 1.4's
+/// validation indexes the accessors with it unchecked and panics (found by the `gltf_import`
+/// fuzz target). Unparsable JSON is left to the parser, which reports it.
+fn check_position_accessors(path: &Path, json: &[u8]) -> Result<(), GltfImportError> {
+    let Ok(root) = serde_json::from_slice::<serde_json::Value>(json) else {
+        return Ok(());
+    };
+    let array = |v: Option<&serde_json::Value>| v.and_then(|a| a.as_array()).cloned();
+    let accessors = array(root.get("accessors")).map_or(0, |a| a.len());
+    for (m, mesh) in array(root.get("meshes"))
+        .unwrap_or_default()
+        .iter()
+        .enumerate()
+    {
+        for (p, primitive) in array(mesh.get("primitives"))
+            .unwrap_or_default()
+            .iter()
+            .enumerate()
+        {
+            let position = primitive.get("attributes").and_then(|a| a.get("POSITION"));
+            if let Some(index) = position.and_then(|i| i.as_u64()) {
+                if index >= accessors as u64 {
+                    return Err(malformed(
+                        path,
+                        format!(
+                            "mesh {m}, primitive {p}: POSITION names accessor {index}, but the \
+                             file has {accessors} accessors; {REEXPORT}"
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 fn diagnose_json(json: &[u8]) -> Option<String> {
     let root: serde_json::Value = serde_json::from_slice(json).ok()?;
     let fields: [(&str, &str, &[&str]); 3] = [

@@ -360,9 +360,19 @@ pub fn encode_map(values: &[Real]) -> Vec<u8> {
     out
 }
 
-/// Decodes [`encode_map`]'s output, which must hold exactly `n` values.
+/// Most vertices a painted map may have: far more than any garment, and a bound on what a few
+/// bytes of run-length data can make a loader allocate (64 MiB per map).
+pub const MAX_MAP_VERTICES: usize = 1 << 24;
+
+/// Decodes [`encode_map`]'s output, which must hold exactly `n` values (at most
+/// [`MAX_MAP_VERTICES`]).
 pub fn decode_map(bytes: &[u8], n: usize) -> Result<Vec<Real>, String> {
-    let mut out = Vec::with_capacity(n.min(1 << 24));
+    if n > MAX_MAP_VERTICES {
+        return Err(format!(
+            "{n} vertices announced; a map may have at most {MAX_MAP_VERTICES}"
+        ));
+    }
+    let mut out = Vec::with_capacity(n);
     let mut r = bytes;
     let value = |r: &mut &[u8]| -> Result<Real, String> {
         read_u32(r)
@@ -679,6 +689,12 @@ mod tests {
         assert!(decode_map(&e, v.len() + 1).is_err());
         assert!(decode_map(&e[..e.len() - 1], v.len()).is_err());
         assert_eq!(decode_map(&[], 0).unwrap(), Vec::<Real>::new());
+        // One run of a billion values is a few bytes; it is refused before anything is
+        // allocated (found by the scene_load fuzz target).
+        let bomb = encode_map(&[0.5]);
+        assert!(decode_map(&bomb, 1_000_000_000)
+            .unwrap_err()
+            .contains("at most"));
     }
 
     #[test]
