@@ -15,7 +15,7 @@ use crate::binding::Binding;
 use crate::body::{BodyError, Playback, Pose, Rig};
 use crate::collide::{measure_penetrations, BodyCollider, ColliderError};
 use crate::constraints::Attachment;
-use crate::io::gltf_import::{load_mesh, GltfImportError};
+use crate::io::gltf_import::{load_mesh_with_warnings, GltfImportError};
 use crate::material::{build_cloth_oriented, build_tethers, warp_directions_from, Fabric};
 use crate::math::{Real, Vec3};
 use crate::mesh::{weld, Mesh, MeshError, QualityReport, Severity, Topology, Welded};
@@ -451,7 +451,9 @@ impl LoadedScene {
         let mut garments = Vec::new();
         for (gi, spec) in scene.garments.iter().enumerate() {
             let file = Scene::resolve(path, &spec.path);
-            let mut render = load_mesh(&file, spec.mesh.as_deref())?;
+            let (mut render, repairs) = load_mesh_with_warnings(&file, spec.mesh.as_deref())?;
+            repairs.iter().for_each(|w| log::warn!("{w}"));
+            warnings.extend(repairs);
             for p in &mut render.positions {
                 *p *= spec.unit_scale;
             }

@@ -525,6 +525,27 @@ fn zero_length_and_nan_normals_are_recomputed_with_a_warning() {
         assert!((*n - Vec3::Z).length() < 1e-6, "{n:?}");
     }
 
+    // A scene with this garment carries the repair into the bake's warnings (printed by the
+    // CLI and listed in the stats report).
+    let scene = drape::scene::Scene {
+        garments: vec![drape::scene::GarmentSpec {
+            path: "normals.gltf".into(),
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let scene_path = dir.path().join("scene.ron");
+    scene.save(&scene_path).unwrap();
+    let loaded = drape::bake::LoadedScene::load(&scene_path).unwrap();
+    assert!(
+        loaded
+            .warnings
+            .iter()
+            .any(|w| says.iter().all(|s| w.contains(s))),
+        "{:?}",
+        loaded.warnings
+    );
+
     let rig = watched("normals", || Rig::load(&path, None)).unwrap();
     assert_eq!(rig.warnings().len(), 1, "{:?}", rig.warnings());
     assert!(
