@@ -364,7 +364,9 @@ impl BodyCollider {
             let first = k * CONTACT_CHUNK;
             for j in 0..queried.len() {
                 let i = first + j;
-                if inv_mass[i] <= 0.0 {
+                // Fixed particles, and any beyond `inv_mass` (as the serial zip skipped), get
+                // no contact.
+                if inv_mass.get(i).is_none_or(|&w| w <= 0.0) {
                     continue;
                 }
                 let slot = CacheSlot {
