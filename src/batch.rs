@@ -103,7 +103,7 @@ impl Coloring {
 
     /// Reorders `items` (indexed like the coloured constraints) into the coloured order.
     pub fn apply<T: Copy>(&self, items: &[T]) -> Vec<T> {
-        self.order.iter().map(|&k| items[k as usize]).collect()
+        permute(&self.order, items)
     }
 
     /// Whether no two constraints of one colour share a particle (for tests and debug checks).
@@ -125,13 +125,23 @@ impl Coloring {
                 }
             }
         }
-        let mut seen = vec![false; constraints.len()];
-        self.order.len() == constraints.len()
-            && self
-                .order
-                .iter()
-                .all(|&k| !std::mem::replace(&mut seen[k as usize], true))
+        is_permutation(&self.order, constraints.len())
     }
+}
+
+/// `items` in the order of the indices `order`.
+fn permute<T: Copy>(order: &[u32], items: &[T]) -> Vec<T> {
+    order.iter().map(|&k| items[k as usize]).collect()
+}
+
+/// Whether `order` holds each of `0..n` exactly once.
+fn is_permutation(order: &[u32], n: usize) -> bool {
+    let mut seen = vec![false; n];
+    order.len() == n
+        && order.iter().all(|&k| {
+            seen.get_mut(k as usize)
+                .is_some_and(|s| !std::mem::replace(s, true))
+        })
 }
 
 /// Number of slabs the particles are split into (fixed, so the batches, and with them the
@@ -213,7 +223,7 @@ impl Batching {
 
     /// Reorders `items` (indexed like the batched constraints) into batch order.
     pub fn apply<T: Copy>(&self, items: &[T]) -> Vec<T> {
-        self.order.iter().map(|&k| items[k as usize]).collect()
+        permute(&self.order, items)
     }
 
     /// Whether the batches are valid: `order` is a permutation, no two parts share a particle,
@@ -248,13 +258,7 @@ impl Batching {
             };
             local.is_valid(&stencils, particle_count)
         };
-        let mut seen = vec![false; constraints.len()];
-        cut_valid
-            && self.order.len() == constraints.len()
-            && self
-                .order
-                .iter()
-                .all(|&k| !std::mem::replace(&mut seen[k as usize], true))
+        cut_valid && is_permutation(&self.order, constraints.len())
     }
 }
 
