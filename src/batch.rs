@@ -244,20 +244,16 @@ impl Batching {
                 }
             }
         }
+        // The cut as a colouring of its own constraints, indexed 0.. for `Coloring::is_valid`.
+        let start = self.cut[0];
+        let stencils: Vec<[u32; K]> = (self.order[start..].iter())
+            .map(|&c| constraints[c as usize])
+            .collect();
         let cut = Coloring {
-            order: self.order[self.cut[0]..].to_vec(),
-            offsets: self.cut.iter().map(|o| o - self.cut[0]).collect(),
+            order: (0..stencils.len() as u32).collect(),
+            offsets: self.cut.iter().map(|o| o - start).collect(),
         };
-        let cut_valid = {
-            // Index the cut's own constraints 0.. for `Coloring::is_valid`.
-            let stencils: Vec<[u32; K]> =
-                cut.order.iter().map(|&c| constraints[c as usize]).collect();
-            let local = Coloring {
-                order: (0..stencils.len() as u32).collect(),
-                offsets: cut.offsets.clone(),
-            };
-            local.is_valid(&stencils, particle_count)
-        };
+        let cut_valid = cut.is_valid(&stencils, particle_count);
         cut_valid && is_permutation(&self.order, constraints.len())
     }
 }
