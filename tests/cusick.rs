@@ -265,8 +265,22 @@ fn very_limp_sheet_hangs_down() {
     assert!(r.drape_coefficient > 0.0);
 }
 
-/// The literature's order (fabrics.md; issue 4): the limp, light fabrics (chiffon, silk) drape
-/// most, stiff ones (denim) least.
+/// The measured drape-coefficient ranges that the presets' own sources give (30 cm specimen on
+/// an 18 cm pedestal):
+/// - cotton plain weaves 48–72 % ("Analysis of a Fabric Drape Profile", Vlákna a textil
+///   1/2018, a secondary compilation cited in fabrics.md);
+/// - sheep garment leathers 47.35–69.9 % (Memon et al. 2021, Materials 14(16) 4553, the
+///   leather preset's source).
+///
+/// No other preset's cited source (Clyde 2017, Wang 2011, Feng 2022, Penava 2014) gives a drape
+/// coefficient. The same compilation's "five-thread satins 43–70 %" is not silk charmeuse's
+/// source: those satins' fibre and weight are not given, and the compilation's other wovens
+/// weigh 221–249 g/m², against charmeuse's 83 g/m² (docs/cusick.md).
+const MEASURED_RANGES: [(&str, Real, Real); 2] =
+    [("cotton_shirting", 0.48, 0.72), ("leather", 0.4735, 0.699)];
+
+/// The literature's order (fabrics.md; issue 4: "chiffon and silk lowest, denim and leather
+/// highest") and the measured ranges of [`MEASURED_RANGES`], on all eight built-in fabrics.
 #[test]
 fn builtin_fabrics_are_ordered_as_in_the_literature() {
     let dc = builtin_coefficients();
@@ -276,43 +290,14 @@ fn builtin_fabrics_are_ordered_as_in_the_literature() {
     assert!(of("chiffon") < of("cotton_shirting"), "{dc:?}");
     assert!(of("cotton_shirting") < of("denim"), "{dc:?}");
     assert!(of("silk_charmeuse") < of("wool_suiting"), "{dc:?}");
-    // Chiffon and silk charmeuse are the two lowest.
+    // Chiffon and silk charmeuse are the two lowest, denim and leather the two highest.
     assert!(rank("chiffon") < 2 && rank("silk_charmeuse") < 2, "{dc:?}");
-}
-
-/// The built-ins' coefficients against the only measured ranges in fabrics.md ("Analysis of a
-/// Fabric Drape Profile", Vlákna a textil 1/2018, a secondary compilation; 30 cm specimen on
-/// an 18 cm pedestal assumed): cotton plain weaves 48–72 %, five-thread satins 43–70 %. None of
-/// the presets' own cited sources (Clyde 2017, Wang 2011, Feng 2022, Penava 2014) gives a drape
-/// coefficient. Cotton shirting falls in its range (0.578 at the test settings) since the
-/// bending calibration (docs/materials.md); it was 0.82 before.
-#[test]
-fn cotton_shirting_falls_in_the_measured_range() {
-    let cotton = run(&builtin_fabric("cotton_shirting").unwrap()).drape_coefficient;
-    assert!(
-        (0.48..=0.72).contains(&cotton),
-        "cotton_shirting DC {cotton}"
-    );
-}
-
-#[test]
-#[ignore = "contradicts the literature, for the lead to decide: at 547 vertices, 40 substeps, \
-            4 s, silk_charmeuse has DC 0.22 (five-thread satins 43-70 %, fibre and weight not \
-            given; the preset's Peirce bending length is 1.07 cm, the lowest with chiffon's 1.31) (docs/cusick.md)"]
-fn silk_charmeuse_falls_in_the_satin_range() {
-    let silk = run(&builtin_fabric("silk_charmeuse").unwrap()).drape_coefficient;
-    assert!((0.43..=0.70).contains(&silk), "silk_charmeuse DC {silk}");
-}
-
-/// Issue 4: "denim and leather highest".
-#[test]
-#[ignore = "contradicts the issue's expected order, for the lead to decide: leather's preset \
-            (0.87 kg/m², bending 1.1e-4/5.0e-5 N·m) has a Peirce bending length \
-            (B/(ρg))^(1/3) of 2.1 cm, below cotton's 2.2, jersey's 2.3, polyester's 2.6 and \
-            denim's 2.8 cm, so it drapes more than they do: DC 0.51 against jersey 0.52, \
-            cotton 0.58, polyester 0.65, denim 0.70 at the test settings"]
-fn denim_and_leather_drape_least() {
-    let dc = builtin_coefficients();
-    let top: Vec<&str> = dc.iter().rev().take(2).map(|d| d.0).collect();
-    assert!(top.contains(&"denim") && top.contains(&"leather"), "{dc:?}");
+    assert!(rank("denim") >= 6 && rank("leather") >= 6, "{dc:?}");
+    for (name, lo, hi) in MEASURED_RANGES {
+        let value = of(name);
+        assert!(
+            (lo..=hi).contains(&value),
+            "{name}: DC {value:.3}, measured {lo}–{hi}"
+        );
+    }
 }
