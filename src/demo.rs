@@ -167,6 +167,65 @@ pub const FITTED_SKIRT_PIN_STRIDE: usize = 8;
 /// as a blow-up would only stop the bake.
 pub const FITTED_SKIRT_FAILURE_STRETCH: Real = 3.0;
 
+/// Poses per second of animation at which [`pin_phase`] checks the pins' targets.
+const PIN_CHECK_RATE_HZ: f64 = 48.0;
+
+/// Which pin set to use around a waistband: `waistband[k], waistband[k + stride], …` for the
+/// phase `k` (`0 ≤ k < stride`) whose body-bound targets keep the largest clearance from the
+/// body over the rig's first animation (sampled at [`PIN_CHECK_RATE_HZ`]).
+///
+/// A pin follows its point on the skin rigidly, so where another part of the body passes over
+/// that point (CesiumMan's forearms brush its hips, 2 cm from the skin, and would swallow a pin
+/// held 1.5 cm off the hip), the pinned vertex ends up inside the body, and nothing can push it
+/// out without pulling it off its target. Picking the phase whose targets stay clear keeps the
+/// pins where the body leaves them room. A static body, or one that cannot be posed, keeps
+/// phase 0 (the bake reports a rig that cannot be posed).
+fn pin_phase(
+    rig: &crate::body::Rig,
+    mesh: &crate::mesh::Mesh,
+    waistband: &[u32],
+    stride: usize,
+) -> usize {
+    use crate::body::Playback;
+    use crate::collide::BodyCollider;
+    let (Some(info), true) = (rig.animations().first(), rig.is_animated()) else {
+        return 0;
+    };
+    let (Ok(rest), Ok(mut posed)) = (
+        BodyCollider::new(rig.rest_mesh()),
+        BodyCollider::new(rig.rest_mesh()),
+    ) else {
+        return 0;
+    };
+    let anchors: Vec<_> = (waistband.iter())
+        .filter_map(|&v| mesh.positions.get(v as usize))
+        .map(|&p| rest.anchor(p))
+        .collect();
+    // The smallest signed distance of each waistband vertex's target from the posed body (m).
+    let mut clearance = vec![Real::MAX; anchors.len()];
+    let samples = ((info.duration_s() * PIN_CHECK_RATE_HZ).ceil() as usize).clamp(1, 10_000);
+    let mut skinned = Vec::new();
+    for k in 0..samples {
+        let t = info.start_s + info.duration_s() * k as f64 / samples as f64;
+        rig.skin(&rig.sample(0, t, Playback::Clamp), &mut skinned);
+        if posed.set_pose(&skinned).is_err() {
+            return 0;
+        }
+        for (c, a) in clearance.iter_mut().zip(&anchors) {
+            *c = c.min(posed.closest(a.evaluate(&posed)).signed_distance_m);
+        }
+    }
+    let stride = stride.max(1);
+    (0..stride.min(clearance.len()))
+        .map(|phase| {
+            let worst =
+                (clearance.iter().skip(phase).step_by(stride)).fold(Real::MAX, |m, &c| m.min(c));
+            (phase, worst)
+        })
+        .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)))
+        .map_or(0, |(phase, _)| phase)
+}
+
 /// Writes a scene dressing the character in `body_glb` with a skirt (`params`, e.g.
 /// [`fitted_skirt_params`]) fitted to its waist:
 /// `skirt.glb` and `scene.ron` in `dir` (the scene refers to the body by its absolute path).
@@ -213,6 +272,12 @@ pub fn write_fitted_skirt(
                     .pinned
                     .iter()
                     .copied()
+                    .skip(pin_phase(
+                        &rig,
+                        &garment.mesh,
+                        &garment.pinned,
+                        FITTED_SKIRT_PIN_STRIDE,
+                    ))
                     .step_by(FITTED_SKIRT_PIN_STRIDE)
                     .collect(),
             ),
