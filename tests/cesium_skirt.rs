@@ -169,3 +169,47 @@ fn skirt_on_walking_cesium_man_meets_issue_3_figures() {
         );
     }
 }
+
+/// Why the figures above do not hold: CesiumMan's hands touch its thighs. Over one walk cycle
+/// (48 poses), the smallest distance from a forearm or hand vertex below the hips (under
+/// 0.75 m) to the rest of the body (torso and legs, arms left out) is under 1 mm, so no cloth
+/// of any thickness fits between them there, and a skirt that covers the thigh at that height
+/// is pinched. Arm joints are found by the skeleton's geometry at rest: joints above 0.8 m and
+/// more than 8 cm to the side of the body's mid-plane (shoulders, elbows, hands).
+#[test]
+fn cesium_man_hands_touch_its_thighs() {
+    use parry3d::query::PointQuery;
+    let rig = drape::body::Rig::load(&cesium_man(), None).unwrap();
+    let skin = &rig.skins()[0];
+    let rest = rig.world_transforms(&rig.rest_pose());
+    let arm_joint: Vec<bool> = (skin.joints.iter())
+        .map(|&node| {
+            let p = rest[node].w_axis;
+            p.y > 0.8 && p.z.abs() > 0.08
+        })
+        .collect();
+    assert_eq!(arm_joint.iter().filter(|&&a| a).count(), 6);
+    let part = &rig.parts()[0];
+    let is_arm: Vec<bool> = (part.joints.iter().zip(&part.weights))
+        .map(|(j, w)| {
+            let dominant = (0..4).max_by(|&a, &b| w[a].total_cmp(&w[b])).unwrap();
+            arm_joint[j[dominant] as usize]
+        })
+        .collect();
+    let mesh = rig.rest_mesh();
+    assert_eq!(is_arm.len(), mesh.positions.len());
+    let torso_and_legs: Vec<[u32; 3]> = (mesh.indices.iter().copied())
+        .filter(|t| t.iter().all(|&v| !is_arm[v as usize]))
+        .collect();
+    let mut posed = Vec::new();
+    let mut closest = Real::MAX;
+    for k in 0..48 {
+        rig.skin(&rig.sample(0, k as f64 / 24.0, Playback::Loop), &mut posed);
+        let body = parry3d::shape::TriMesh::new(posed.clone(), torso_and_legs.clone()).unwrap();
+        for (p, _) in posed.iter().zip(&is_arm).filter(|(p, &a)| a && p.y < 0.75) {
+            closest = closest.min(body.distance_to_local_point(*p, false));
+        }
+    }
+    println!("closest hand/forearm–thigh distance over the cycle: {closest} m");
+    assert!(closest < 1.0e-3, "{closest} m");
+}
