@@ -88,6 +88,18 @@ enum Command {
         /// Also write an MDD point cache.
         #[arg(long)]
         mdd: Option<PathBuf>,
+        /// Bake with this solver preset (built in: preview, production, final; or one in the
+        /// user library) instead of the scene's own solver settings. The scene file is not
+        /// changed.
+        #[arg(long)]
+        solver: Option<String>,
+        /// Substeps per frame, 1 to 1000, instead of the scene's (or `--solver`'s).
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..=drape::sim::MAX_SUBSTEPS as i64))]
+        substeps: Option<u32>,
+        /// Constraint iterations per substep, 1 to 100, instead of the scene's (or
+        /// `--solver`'s).
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..=drape::sim::MAX_ITERATIONS as i64))]
+        iterations: Option<u32>,
     },
     /// Write a built-in scene (scene.ron and its glTF files) into a folder.
     Demo {
@@ -180,10 +192,18 @@ fn main() -> ExitCode {
             stats,
             pc2,
             mdd,
+            solver,
+            substeps,
+            iterations,
         }) => run_bake(
             &scene,
             &out,
             frames,
+            &SolverOverrides {
+                preset: solver,
+                substeps,
+                iterations,
+            },
             stats.as_deref(),
             pc2.as_deref(),
             mdd.as_deref(),
@@ -254,15 +274,60 @@ fn run_default() -> Result<(), String> {
     )
 }
 
+/// `drape bake`'s replacements for the scene's solver settings.
+struct SolverOverrides {
+    /// A solver preset to use instead of the scene's settings.
+    preset: Option<String>,
+    /// Substeps per frame.
+    substeps: Option<u32>,
+    /// Iterations per substep.
+    iterations: Option<u32>,
+}
+
+impl SolverOverrides {
+    /// Applies the overrides to `loaded`'s solver settings; says on stderr what is used.
+    fn apply(&self, loaded: &mut LoadedScene) -> Result<(), String> {
+        let settings = &mut loaded.scene.solver;
+        if let Some(name) = &self.preset {
+            *settings = match drape::preset::Library::open_default() {
+                Ok(library) => library.solver(name),
+                Err(_) => drape::preset::builtin_solver(name),
+            }
+            .map_err(|e| format!("--solver {name}: {e}"))?;
+        }
+        if let Some(n) = self.substeps {
+            settings.substeps = n;
+        }
+        if let Some(n) = self.iterations {
+            settings.iterations = n;
+        }
+        settings.validate().map_err(|e| e.to_string())?;
+        if self.preset.is_some() || self.substeps.is_some() || self.iterations.is_some() {
+            eprintln!(
+                "solver: {}{} substeps × {} iterations per frame (the scene file is unchanged)",
+                self.preset
+                    .as_ref()
+                    .map(|p| format!("preset '{p}', "))
+                    .unwrap_or_default(),
+                settings.substeps,
+                settings.iterations
+            );
+        }
+        Ok(())
+    }
+}
+
 fn run_bake(
     scene: &Path,
     out: &Path,
     frames: Option<u32>,
+    overrides: &SolverOverrides,
     stats: Option<&Path>,
     pc2: Option<&Path>,
     mdd: Option<&Path>,
 ) -> Result<(), String> {
-    let loaded = LoadedScene::load(scene).map_err(|e| e.to_string())?;
+    let mut loaded = LoadedScene::load(scene).map_err(|e| e.to_string())?;
+    overrides.apply(&mut loaded)?;
     for w in &loaded.warnings {
         eprintln!("warning: {w}");
     }

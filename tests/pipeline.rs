@@ -318,3 +318,64 @@ fn fitted_skirt_on_an_animated_character_bakes_from_the_cli() {
     let err = fails(&[&"demo", &dir.path(), &"--body", &body]);
     assert!(err.contains("fitted-skirt"), "{err}");
 }
+
+/// `drape bake --solver/--substeps/--iterations` bake with other solver settings than the
+/// scene's, say so, record them in the stats, and leave the scene file as it was; bad values
+/// are errors that name the option.
+#[test]
+fn bake_overrides_the_solver_settings_without_touching_the_scene() {
+    let dir = tempfile::tempdir().unwrap();
+    let scene = sphere_drop(dir.path(), 8);
+    let before = std::fs::read(&scene).unwrap();
+    let (out, stats) = (dir.path().join("o.glb"), dir.path().join("o.json"));
+    let substeps_of = |args: &[&dyn AsRef<std::ffi::OsStr>]| {
+        let mut all: Vec<&dyn AsRef<std::ffi::OsStr>> = vec![
+            &"bake",
+            &scene,
+            &"--out",
+            &out,
+            &"--frames",
+            &"2",
+            &"--stats",
+            &stats,
+        ];
+        all.extend_from_slice(args);
+        let o = drape(&all);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let s: serde_json::Value = serde_json::from_slice(&std::fs::read(&stats).unwrap()).unwrap();
+        (
+            s["substeps"].as_u64().unwrap(),
+            s["iterations"].as_u64().unwrap(),
+            stderr(&o),
+        )
+    };
+    let scene_settings = drape::scene::Scene::load(&scene).unwrap().solver;
+    let (s, i, err) = substeps_of(&[]);
+    assert_eq!(
+        (s, i),
+        (
+            scene_settings.substeps as u64,
+            scene_settings.iterations as u64
+        )
+    );
+    assert!(!err.contains("solver:"), "{err}");
+    let (s, i, err) = substeps_of(&[&"--substeps", &"3", &"--iterations", &"2"]);
+    assert_eq!((s, i), (3, 2));
+    assert!(err.contains("3 substeps × 2 iterations"), "{err}");
+    let preview = drape::preset::builtin_solver("preview").unwrap();
+    assert_ne!(preview.substeps, scene_settings.substeps);
+    let (s, i, err) = substeps_of(&[&"--solver", &"preview"]);
+    assert_eq!((s, i), (preview.substeps as u64, preview.iterations as u64));
+    assert!(err.contains("preset 'preview'"), "{err}");
+    // --substeps wins over the preset's.
+    let (s, _, _) = substeps_of(&[&"--solver", &"preview", &"--substeps", &"7"]);
+    assert_eq!(s, 7);
+    assert_eq!(std::fs::read(&scene).unwrap(), before);
+
+    let err = fails(&[&"bake", &scene, &"--out", &out, &"--solver", &"nosuch"]);
+    assert!(err.contains("--solver nosuch"), "{err}");
+    let err = fails(&[&"bake", &scene, &"--out", &out, &"--substeps", &"0"]);
+    assert!(err.contains("--substeps"), "{err}");
+    let err = fails(&[&"bake", &scene, &"--out", &out, &"--iterations", &"101"]);
+    assert!(err.contains("--iterations"), "{err}");
+}
