@@ -58,12 +58,77 @@
 //!
 //! # Continuous motion
 //!
-//! The contacts are found on the swept boxes of the substep's motion and linearised at `x_prev`,
-//! where the pair is known to be apart: a vertex that crosses a triangle within one substep
-//! gets `C < 0` at its predicted position and is pushed back to the side it came from. This is
-//! exact for translations within the substep; it is not an exact time-of-impact test (the
-//! cubic of a rotating triangle), which the stats' independent intersection count would reveal.
+//! The contacts above are linearised at `x_prev`, where the pair is known to be apart: a vertex
+//! that crosses a triangle within one substep gets `C < 0` at its predicted position and is
+//! pushed back to the side it came from. That is exact for translations; it misses a pair whose
+//! closest feature at `x_prev` is not where it meets, e.g. a flap swinging about its edge
+//! through a vertex beyond that edge (the closest point is on the hinge, which does not move,
+//! so `C` stays positive). So every candidate pair also gets an exact time-of-impact test
+//! (Provot, *Collision and self-collision handling in cloth model dedicated to design
+//! garments*, 1997; Bridson, Fedkiw & Anderson, *Robust treatment of collisions, contact and
+//! friction for cloth animation*, SIGGRAPH 2002), in `f64`:
 //!
+//! ```text
+//! x_k(t) = x_prev,k + t·(x_k − x_prev,k),   t ∈ [0, 1]
+//! g(t) = (u(t) × v(t)) · w(t) = c0 + c1·t + c2·t² + c3·t³
+//! vertex–triangle: u = b − a, v = c − a, w = p − a
+//! edge–edge:       u = b − a, v = d − c, w = a − c
+//! ```
+//!
+//! - `g = 0` when the four points are coplanar; its sign says on which side of the triangle
+//!   (of the other edge, along the common normal `u × v`) the first side is;
+//! - the roots on `[0, 1]`: the cubic is split at its critical points (the roots of `g'`, a
+//!   quadratic solved without cancellation, which also covers vanishing `c3`, `c2`) into
+//!   monotone pieces, and each sign change is bisected to 1e-10 of the substep. A local
+//!   extreme (or `t = 1`) where `|g| ≤ τ·L²` (`L` the longest of `u`, `v` over the substep, so
+//!   `|u × v| ≤ L²`) is a graze and a candidate too. Before all this, when the four Bernstein
+//!   coefficients of `g` are beyond `±τ·L²` on one side, `g` cannot reach 0 and the pair is
+//!   skipped;
+//! - at each candidate time, in order, the proximity check: the closest points of the pair at
+//!   `t` (vertex and triangle, or the two segments) within `τ` (m); the first that passes is the
+//!   impact. `τ` is [`CCD_TOLERANCE_FRACTION`] of the thickness;
+//! - the contact then takes the coefficients `c_k` of the closest points at the impact, and as
+//!   normal `n` the unit `u × v` at the impact, signed by `g` just before it (between the last
+//!   sign change and the impact): **the side the vertex (first edge) was on just before they
+//!   met**. Its thickness is the pair's as above;
+//! - when `Σ|c_i| ≤ τ·L²` the four points stay coplanar over the substep (a flat cloth sliding
+//!   in its plane): the test is done in 2-D instead, the first time at which the point is within
+//!   `τ` of the triangle (segment) being `t = 0` or a time a point crosses the line of an edge,
+//!   a quadratic in `t` in the plane's projection. Such an in-plane impact has no side across
+//!   the plane, so its contact is the one linearised at `x_prev`.
+//!
+//! A pair is only tested when its distance at `x_prev` is within the reach plus the motion of
+//! its particles, which any pair that meets within the substep is. A pair with an impact gets
+//! the impact's contact instead of the linearised one; every other pair keeps the linearised
+//! contact (edge–edge pairs only when their closest points at `x_prev` are inside both edges).
+//! [`SelfCollision::set_continuous`] turns the test off.
+//!
+//! # Friction
+//!
+//! In stage 6, after the velocities `v = (x − x_prev)/h`, each contact whose `λ > 0` applies
+//! Coulomb friction at the velocity level, the model of the body's contacts
+//! ([`crate::constraints::friction_correction`]) between the two sides:
+//!
+//! ```text
+//! v_rel = Σ_k c_k v_k,   v_t = v_rel − n (n · v_rel)
+//! W = Σ_k w̃_k c_k²,     Δv_n = λ W / h
+//! Δv_rel = −v_t                           if |v_t| < μ Δv_n  (stick)
+//!        = −v_t · min(1, μ Δv_n / |v_t|)  otherwise          (slide)
+//! v_k += w̃_k c_k Δv_rel / W
+//! ```
+//!
+//! - `v_rel` is the velocity of the first side's contact point relative to the second's, `v_t`
+//!   its tangential part; `Δv_n` the change of the relative normal velocity that the contact's
+//!   push `λ` (kg·m) made in this substep of length `h` (s);
+//! - the change is shared like the push, by `w̃_k c_k`, so `Σ_k c_k Δv_k = Δv_rel` and momentum
+//!   is conserved (the impulse on particle `k` is `c_k Δv_rel / W`, `Σ c_k = 0`);
+//! - `μ` is the mean of the two sides' fabric friction coefficients, each side's the
+//!   `|c_k|`-weighted mean of its particles' (so per-particle maps blend across a triangle).
+//!
+//! As on the body, this friction removes velocity, not the tangential move that the prediction
+//! already made in the substep: a layer resting on a slope of angle `θ` below its friction
+//! angle creeps by `g·sin θ·h²` per substep (7 mm/s on 20° at h = 1/480 s).
+
 //! # Broad phase: hash grid or BVH
 //!
 //! A spatial hash with cells of the mean rest edge length (at least twice the reach) was
@@ -73,7 +138,9 @@
 //! (build + queries) 4.11 ms (`docs/benchmarks.md`). The hash grid is faster, has no tree to
 //! rebuild or refit when a cloth folds over, and reuses its buffers, so it is the one used.
 
-use crate::constraints::Outcome;
+use rayon::prelude::*;
+
+use crate::constraints::{friction_correction, Outcome};
 use crate::math::{Real, Vec3};
 
 /// Each pair's thickness is at most this fraction of the pair's distance in the rest shape.
@@ -208,6 +275,360 @@ pub fn closest_on_segments(p1: Vec3, q1: Vec3, p2: Vec3, q2: Vec3) -> (Real, Rea
         s = ((b - c) / a).clamp(0.0, 1.0);
     }
     (s, t)
+}
+
+/// Within this fraction of the collision thickness, a vertex and a triangle (or two edges) at
+/// their time of impact count as touching (the proximity check of the continuous test): 40 µm
+/// at the default 4 mm thickness.
+pub const CCD_TOLERANCE_FRACTION: Real = 0.01;
+
+/// Roots in time closer than this (as a fraction of the substep) are not refined further.
+const TOI_TIME_EPS: f64 = 1.0e-10;
+
+/// A time of impact found by [`vertex_triangle_toi`] or [`edge_edge_toi`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Impact {
+    /// Time of impact, as a fraction of the substep (0 at `x_prev`, 1 at the predicted `x`).
+    pub t: Real,
+    /// The contact's coefficients `c_k` at the impact (dimensionless, summing to 0), as in
+    /// [`SelfContact::coeffs`]: `(1, −β_a, −β_b, −β_c)` or `(1−s, s, −(1−u), −u)`.
+    pub coeffs: [Real; 4],
+    /// Unit direction toward the side the first side (the vertex, the first edge) came from:
+    /// the triangle's normal (the two edges' common normal) at the impact, oriented by the side
+    /// the first side was on just before it. For coplanar motion, the direction between the
+    /// closest points at `t = 0` instead.
+    pub normal: Vec3,
+    /// The four points stayed coplanar (within the tolerance) over the whole substep: the
+    /// impact is an in-plane entry, found by the 2-D test.
+    pub coplanar: bool,
+}
+
+/// Which four points a continuous test reads: `[p, a, b, c]` or `[a, b, c, d]`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum PairKind {
+    VertexTriangle,
+    EdgeEdge,
+}
+
+/// Earliest time of impact of a vertex and a triangle, `[p, a, b, c]`, each point moving
+/// linearly from `x0` to `x1` (m) over the substep; `None` if they never come within `tol_m`
+/// (m). See "Continuous motion" in the module docs.
+pub fn vertex_triangle_toi(x0: [Vec3; 4], x1: [Vec3; 4], tol_m: Real) -> Option<Impact> {
+    toi(PairKind::VertexTriangle, x0, x1, tol_m)
+}
+
+/// Earliest time of impact of the edges `(a, b)` and `(c, d)`, `[a, b, c, d]`, each point
+/// moving linearly from `x0` to `x1` (m) over the substep; `None` if they never come within
+/// `tol_m` (m). Parallel edges have no common normal and give `None` (the vertex–triangle tests
+/// of their ends cover them).
+pub fn edge_edge_toi(x0: [Vec3; 4], x1: [Vec3; 4], tol_m: Real) -> Option<Impact> {
+    toi(PairKind::EdgeEdge, x0, x1, tol_m)
+}
+
+/// A vector in double precision, for the continuous tests (the glam build parry3d uses has no
+/// `DVec3`): the products of the cubic's coefficients keep their digits.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct DVec3([f64; 3]);
+
+impl DVec3 {
+    #[inline]
+    fn from_vec3(v: Vec3) -> Self {
+        Self([v.x as f64, v.y as f64, v.z as f64])
+    }
+    #[inline]
+    fn as_vec3(self) -> Vec3 {
+        Vec3::new(self.0[0] as Real, self.0[1] as Real, self.0[2] as Real)
+    }
+    #[inline]
+    fn dot(self, o: Self) -> f64 {
+        self.0[0] * o.0[0] + self.0[1] * o.0[1] + self.0[2] * o.0[2]
+    }
+    #[inline]
+    fn cross(self, o: Self) -> Self {
+        let (a, b) = (self.0, o.0);
+        Self([
+            a[1] * b[2] - a[2] * b[1],
+            a[2] * b[0] - a[0] * b[2],
+            a[0] * b[1] - a[1] * b[0],
+        ])
+    }
+    #[inline]
+    fn length_squared(self) -> f64 {
+        self.dot(self)
+    }
+    #[inline]
+    fn length(self) -> f64 {
+        self.length_squared().sqrt()
+    }
+    #[inline]
+    fn is_finite(self) -> bool {
+        self.0.iter().all(|c| c.is_finite())
+    }
+}
+
+impl std::ops::Add for DVec3 {
+    type Output = Self;
+    #[inline]
+    fn add(self, o: Self) -> Self {
+        Self(std::array::from_fn(|k| self.0[k] + o.0[k]))
+    }
+}
+
+impl std::ops::Sub for DVec3 {
+    type Output = Self;
+    #[inline]
+    fn sub(self, o: Self) -> Self {
+        Self(std::array::from_fn(|k| self.0[k] - o.0[k]))
+    }
+}
+
+impl std::ops::Mul<f64> for DVec3 {
+    type Output = Self;
+    #[inline]
+    fn mul(self, s: f64) -> Self {
+        Self(self.0.map(|c| c * s))
+    }
+}
+
+/// `Σ c_i t^i`, Horner.
+#[inline]
+fn poly(c: &[f64; 4], t: f64) -> f64 {
+    ((c[3] * t + c[2]) * t + c[1]) * t + c[0]
+}
+
+/// Real roots of `a0 + a1·t + a2·t²`, ascending, without cancellation (Press et al.,
+/// *Numerical Recipes*, §5.6). A vanishing `a2` leaves the linear root; near-vanishing `a2`
+/// gives one huge root, which the callers' `[0, 1]` test drops.
+fn quadratic_roots(a0: f64, a1: f64, a2: f64) -> ([f64; 2], usize) {
+    if a2 == 0.0 {
+        return if a1 == 0.0 {
+            ([0.0; 2], 0)
+        } else {
+            ([-a0 / a1, 0.0], 1)
+        };
+    }
+    let disc = a1 * a1 - 4.0 * a2 * a0;
+    if disc < 0.0 || !disc.is_finite() {
+        return ([0.0; 2], 0);
+    }
+    let q = -0.5 * (a1 + a1.signum() * disc.sqrt());
+    if q == 0.0 {
+        // a1 = 0 and a0 = 0: a double root at 0.
+        return ([0.0; 2], 1);
+    }
+    let (r1, r2) = (q / a2, a0 / q);
+    (if r1 <= r2 { [r1, r2] } else { [r2, r1] }, 2)
+}
+
+/// The cubic `g(t) = (u(t) × v(t)) · w(t)` of three linearly moving vectors `u0 + t·du`, …:
+/// its power-basis coefficients `[c0, c1, c2, c3]`.
+fn triple_cubic(u: (DVec3, DVec3), v: (DVec3, DVec3), w: (DVec3, DVec3)) -> [f64; 4] {
+    let ((u0, du), (v0, dv), (w0, dw)) = (u, v, w);
+    [
+        u0.cross(v0).dot(w0),
+        du.cross(v0).dot(w0) + u0.cross(dv).dot(w0) + u0.cross(v0).dot(dw),
+        du.cross(dv).dot(w0) + du.cross(v0).dot(dw) + u0.cross(dv).dot(dw),
+        du.cross(dv).dot(dw),
+    ]
+}
+
+/// Events of the cubic `c` on `(0, 1]`, ascending: `(t, true)` where it changes sign (found by
+/// bisection to [`TOI_TIME_EPS`] on the monotone piece that holds it), `(t, false)` at a local
+/// extremum or at `t = 1` where `|g| ≤ graze` (a graze, or a touch at the end of the substep).
+/// Returns how many of `out` were written.
+fn cubic_events(c: &[f64; 4], graze: f64, out: &mut [(f64, bool); 6]) -> usize {
+    // Break points: 0, the critical points in (0, 1), 1. The roots come sorted.
+    let mut breaks = [0.0; 4];
+    let mut nb = 1;
+    let (crit, n) = quadratic_roots(c[1], 2.0 * c[2], 3.0 * c[3]);
+    for &t in &crit[..n] {
+        if t > breaks[nb - 1] && t < 1.0 {
+            breaks[nb] = t;
+            nb += 1;
+        }
+    }
+    breaks[nb] = 1.0;
+    nb += 1;
+    let mut count = 0;
+    let mut g_lo = c[0];
+    for i in 1..nb {
+        let (mut lo, mut hi) = (breaks[i - 1], breaks[i]);
+        let g_hi = poly(c, hi);
+        if (g_lo < 0.0 && g_hi > 0.0) || (g_lo > 0.0 && g_hi < 0.0) {
+            let s = g_lo.signum();
+            while hi - lo > TOI_TIME_EPS {
+                let mid = 0.5 * (lo + hi);
+                if poly(c, mid) * s > 0.0 {
+                    lo = mid;
+                } else {
+                    hi = mid;
+                }
+            }
+            out[count] = (0.5 * (lo + hi), true);
+            count += 1;
+        }
+        if g_hi.abs() <= graze {
+            out[count] = (breaks[i], false);
+            count += 1;
+        }
+        g_lo = g_hi;
+    }
+    count
+}
+
+/// The four points at time `t` of the substep.
+#[inline]
+fn points_at(x0: &[DVec3; 4], dx: &[DVec3; 4], t: f64) -> [Vec3; 4] {
+    std::array::from_fn(|k| (x0[k] + dx[k] * t).as_vec3())
+}
+
+/// The closest points of the pair at `x`: the coefficients `c_k` and the vector between them
+/// (first side minus second side, m).
+fn closest(kind: PairKind, x: [Vec3; 4]) -> ([Real; 4], Vec3) {
+    match kind {
+        PairKind::VertexTriangle => {
+            let beta = closest_on_triangle(x[0], x[1], x[2], x[3]);
+            let q = x[1] * beta[0] + x[2] * beta[1] + x[3] * beta[2];
+            ([1.0, -beta[0], -beta[1], -beta[2]], x[0] - q)
+        }
+        PairKind::EdgeEdge => {
+            let (s, u) = closest_on_segments(x[0], x[1], x[2], x[3]);
+            (
+                [1.0 - s, s, u - 1.0, -u],
+                x[0].lerp(x[1], s) - x[2].lerp(x[3], u),
+            )
+        }
+    }
+}
+
+/// The continuous test (see "Continuous motion" in the module docs).
+fn toi(kind: PairKind, x0: [Vec3; 4], x1: [Vec3; 4], tol_m: Real) -> Option<Impact> {
+    let q0 = x0.map(DVec3::from_vec3);
+    let dq: [DVec3; 4] = std::array::from_fn(|k| DVec3::from_vec3(x1[k]) - q0[k]);
+    if !q0.iter().chain(&dq).all(|v| v.is_finite()) {
+        return None;
+    }
+    // g(t) = (u × v) · w: the triangle's normal (the edges' common normal) dotted with the
+    // vector from the second side to the first.
+    let lin = |i: usize, j: usize| (q0[i] - q0[j], dq[i] - dq[j]);
+    let (u, v, w) = match kind {
+        PairKind::VertexTriangle => (lin(2, 1), lin(3, 1), lin(0, 1)),
+        PairKind::EdgeEdge => (lin(1, 0), lin(3, 2), lin(0, 2)),
+    };
+    let c = triple_cubic(u, v, w);
+    // |u × v| ≤ l2 over the substep (a norm of a linear motion peaks at an end), so a pair
+    // within `tol` of the plane has |g| ≤ tol·l2.
+    let l2 = [u.0, u.0 + u.1, v.0, v.0 + v.1]
+        .iter()
+        .map(|e| e.length_squared())
+        .fold(0.0, f64::max);
+    let tol = tol_m as f64;
+    let graze = tol * l2;
+    // Bernstein coefficients: g(t) is their convex combination on [0, 1], so when all four are
+    // beyond the graze band on one side, the pair never comes near the plane.
+    let b = [
+        c[0],
+        c[0] + c[1] / 3.0,
+        c[0] + (2.0 * c[1] + c[2]) / 3.0,
+        c[0] + c[1] + c[2] + c[3],
+    ];
+    if b.iter().all(|&x| x > graze) || b.iter().all(|&x| x < -graze) {
+        return None;
+    }
+    if c.iter().map(|x| x.abs()).sum::<f64>() <= graze {
+        let n = u.0.cross(v.0) + (u.0 + u.1).cross(v.0 + v.1);
+        return coplanar_toi(kind, &q0, &dq, tol_m, n);
+    }
+    let mut events = [(0.0, false); 6];
+    let n = cubic_events(&c, graze, &mut events);
+    let mut last_crossing = 0.0;
+    for &(t, crossing) in &events[..n] {
+        let (coeffs, gap) = closest(kind, points_at(&q0, &dq, t));
+        if gap.length() <= tol_m {
+            // No sign change between the last crossing and t: the side just before the impact.
+            let side = poly(&c, 0.5 * (last_crossing + t));
+            let m = (u.0 + u.1 * t).cross(v.0 + v.1 * t);
+            let len = m.length();
+            if side == 0.0 || len.is_nan() || len <= 0.0 {
+                return None;
+            }
+            return Some(Impact {
+                t: t as Real,
+                coeffs,
+                normal: (m * (side.signum() / len)).as_vec3(),
+                coplanar: false,
+            });
+        }
+        if crossing {
+            last_crossing = t;
+        }
+    }
+    None
+}
+
+/// The continuous test for four points that stay coplanar: in the plane, the first side enters
+/// the second at `t = 0` or when a point crosses the line of an edge, `h(t) = ((x_b − x_a) ×
+/// (x_i − x_a))_k = 0`, a quadratic (`k` the plane normal's largest axis, so `h` is the 2-D
+/// cross product in the plane's projection).
+fn coplanar_toi(
+    kind: PairKind,
+    q0: &[DVec3; 4],
+    dq: &[DVec3; 4],
+    tol_m: Real,
+    n: DVec3,
+) -> Option<Impact> {
+    let na = n.0.map(f64::abs);
+    if na.iter().all(|&c| c.is_nan() || c <= 0.0) {
+        return None;
+    }
+    let k = if na[0] >= na[1] && na[0] >= na[2] {
+        0
+    } else if na[1] >= na[2] {
+        1
+    } else {
+        2
+    };
+    // (point, line start, line end)
+    let lines: &[(usize, usize, usize)] = match kind {
+        PairKind::VertexTriangle => &[(0, 1, 2), (0, 2, 3), (0, 3, 1)],
+        PairKind::EdgeEdge => &[(0, 2, 3), (1, 2, 3), (2, 0, 1), (3, 0, 1)],
+    };
+    let mut times = [0.0; 9];
+    let mut nt = 1;
+    for &(i, a, b) in lines {
+        let (e0, de) = (q0[b] - q0[a], dq[b] - dq[a]);
+        let (r0, dr) = (q0[i] - q0[a], dq[i] - dq[a]);
+        let (roots, m) = quadratic_roots(
+            e0.cross(r0).0[k],
+            (de.cross(r0) + e0.cross(dr)).0[k],
+            de.cross(dr).0[k],
+        );
+        for &t in &roots[..m] {
+            if (0.0..=1.0).contains(&t) {
+                times[nt] = t;
+                nt += 1;
+            }
+        }
+    }
+    let times = &mut times[..nt];
+    times.sort_unstable_by(f64::total_cmp);
+    for &t in times.iter() {
+        let (coeffs, gap) = closest(kind, points_at(q0, dq, t));
+        if gap.length() <= tol_m {
+            let (_, gap0) = closest(kind, points_at(q0, dq, 0.0));
+            let len = gap0.length();
+            if len < MIN_SEPARATION_M {
+                return None;
+            }
+            return Some(Impact {
+                t: t as Real,
+                coeffs,
+                normal: gap0 / len,
+                coplanar: true,
+            });
+        }
+    }
+    None
 }
 
 /// An axis-aligned box `(min, max)` (m).
@@ -356,6 +777,10 @@ fn for_cells(lo: [i32; 3], hi: [i32; 3], mut f: impl FnMut([i32; 3])) {
     }
 }
 
+/// Vertices (edges) per task of the parallel narrow phase. The tasks' contacts are joined in
+/// order, so the contact list is the same on any number of threads.
+const CHUNK: usize = 256;
+
 /// The self-collision stage of the solver: the collision mesh, the broad phase and this
 /// substep's contacts with their multipliers. Built once per model; every buffer is reused.
 #[derive(Clone, Debug, Default)]
@@ -369,13 +794,144 @@ pub struct SelfCollision {
     thickness_m: Real,
     margin_m: Real,
     cell_m: Real,
+    /// Run the continuous (time of impact) test on every candidate pair.
+    continuous: bool,
     tri_hash: SpatialHash,
     edge_hash: SpatialHash,
     boxes: Vec<Aabb>,
     /// How far each particle moves in this substep (m).
     motion_m: Vec<Real>,
+    /// Each parallel task's contacts, joined into `contacts`.
+    chunks: Vec<Vec<SelfContact>>,
     contacts: Vec<SelfContact>,
     lambdas: Vec<Real>,
+}
+
+/// What the narrow phase reads for one substep.
+struct NarrowPhase<'a> {
+    x_prev: &'a [Vec3],
+    x: &'a [Vec3],
+    inv_mass: &'a [Real],
+    rest: &'a [Vec3],
+    layer: &'a [i32],
+    motion_m: &'a [Real],
+    thickness_m: Real,
+    reach_m: Real,
+    tolerance_m: Real,
+    continuous: bool,
+}
+
+impl NarrowPhase<'_> {
+    /// Yield factors of the two sides of a contact between layers `la` and `lb`.
+    #[inline]
+    fn yields(la: i32, lb: i32) -> (Real, Real) {
+        match la.cmp(&lb) {
+            std::cmp::Ordering::Less => (INNER_LAYER_YIELD, 1.0),
+            std::cmp::Ordering::Greater => (1.0, INNER_LAYER_YIELD),
+            std::cmp::Ordering::Equal => (1.0, 1.0),
+        }
+    }
+
+    /// The thickness of a pair: at most [`REST_DISTANCE_FRACTION`] of its rest distance.
+    #[inline]
+    fn thickness(&self, kind: PairKind, idx: [usize; 4]) -> Real {
+        let (_, gap) = closest(kind, idx.map(|i| self.rest[i]));
+        self.thickness_m.min(REST_DISTANCE_FRACTION * gap.length())
+    }
+
+    /// The contact of the pair `idx` (kind `kind`), if any: from the time of impact when the
+    /// pair meets within the substep (not coplanar), otherwise from the closest points at
+    /// `x_prev` when they are within the reach plus the motion. `yield_factor` as in
+    /// [`SelfContact`].
+    fn pair(
+        &self,
+        kind: PairKind,
+        particles: [u32; 4],
+        yield_factor: [Real; 4],
+        out: &mut Vec<SelfContact>,
+    ) {
+        let idx = particles.map(|i| i as usize);
+        let (coeffs, gap) = closest(kind, idx.map(|i| self.x_prev[i]));
+        let dist = gap.length();
+        let m = self.motion_m;
+        let moving = match kind {
+            PairKind::VertexTriangle => m[idx[0]] + m[idx[1]].max(m[idx[2]]).max(m[idx[3]]),
+            PairKind::EdgeEdge => m[idx[0]].max(m[idx[1]]) + m[idx[2]].max(m[idx[3]]),
+        };
+        // A pair that meets within the substep is within the motion of its particles at
+        // `x_prev`, so this bound holds for the continuous test too.
+        if dist > self.reach_m + moving || dist < MIN_SEPARATION_M {
+            return;
+        }
+        if self.continuous && moving > 0.0 {
+            let x0 = idx.map(|i| self.x_prev[i]);
+            let x1 = idx.map(|i| self.x[i]);
+            let hit = match kind {
+                PairKind::VertexTriangle => vertex_triangle_toi(x0, x1, self.tolerance_m),
+                PairKind::EdgeEdge => edge_edge_toi(x0, x1, self.tolerance_m),
+            };
+            if let Some(hit) = hit.filter(|h| !h.coplanar) {
+                out.push(SelfContact {
+                    particles,
+                    coeffs: hit.coeffs,
+                    yield_factor,
+                    normal: hit.normal,
+                    thickness_m: self.thickness(kind, idx),
+                });
+                return;
+            }
+        }
+        if kind == PairKind::EdgeEdge {
+            // An end of an edge is a vertex, which the vertex–triangle tests cover.
+            let inside = |u: Real| u > EDGE_END_EPS && u < 1.0 - EDGE_END_EPS;
+            if !inside(coeffs[1]) || !inside(-coeffs[3]) {
+                return;
+            }
+        }
+        out.push(SelfContact {
+            particles,
+            coeffs,
+            yield_factor,
+            normal: gap / dist,
+            thickness_m: self.thickness(kind, idx),
+        });
+    }
+
+    fn vertex_triangle(&self, i: u32, t: [u32; 3], out: &mut Vec<SelfContact>) {
+        if t.contains(&i) {
+            return;
+        }
+        let (iu, [a, b, c]) = (i as usize, t.map(|v| v as usize));
+        let w = self.inv_mass;
+        let (ly, ty) = Self::yields(self.layer[iu], self.layer[a]);
+        if w[iu] * ly == 0.0 && (w[a] + w[b] + w[c]) * ty == 0.0 {
+            return;
+        }
+        self.pair(
+            PairKind::VertexTriangle,
+            [i, t[0], t[1], t[2]],
+            [ly, ty, ty, ty],
+            out,
+        );
+    }
+
+    fn edge_edge(&self, e: [u32; 2], f: [u32; 2], out: &mut Vec<SelfContact>) {
+        if f.contains(&e[0]) || f.contains(&e[1]) {
+            return;
+        }
+        let ([a, b], [c, d]) = (e.map(|v| v as usize), f.map(|v| v as usize));
+        let w = self.inv_mass;
+        let (ey, fy) = Self::yields(self.layer[a], self.layer[c]);
+        if (w[a] + w[b]) * ey == 0.0 && (w[c] + w[d]) * fy == 0.0 {
+            return;
+        }
+        self.pair(
+            PairKind::EdgeEdge,
+            [e[0], e[1], f[0], f[1]],
+            [ey, ey, fy, fy],
+            out,
+        );
+    }
 }
 
 impl SelfCollision {
@@ -429,13 +985,27 @@ impl SelfCollision {
             thickness_m,
             margin_m,
             cell_m: mean_edge.max(2.0 * reach).max(1.0e-4),
+            continuous: true,
             ..Default::default()
         }
+    }
+
+    /// Turns the continuous (time of impact) test on or off (on by default). Off, every contact
+    /// is linearised at `x_prev`, which is exact for translations only (see "Continuous
+    /// motion" in the module docs).
+    pub fn set_continuous(&mut self, on: bool) {
+        self.continuous = on;
     }
 
     /// The contacts found for this substep.
     pub fn contacts(&self) -> &[SelfContact] {
         &self.contacts
+    }
+
+    /// The accumulated multiplier `λ` of each contact (kg·m), in the order of
+    /// [`Self::contacts`].
+    pub fn lambdas(&self) -> &[Real] {
+        &self.lambdas
     }
 
     /// Contacts that pushed in the last projection (`λ > 0`).
@@ -460,28 +1030,47 @@ impl SelfCollision {
             thickness_m,
             margin_m,
             cell_m,
+            continuous,
             tri_hash,
             edge_hash,
             boxes,
             motion_m,
+            chunks,
             contacts,
             lambdas,
         } = self;
-        let (thickness, reach) = (*thickness_m, *thickness_m + *margin_m);
+        let reach = *thickness_m + *margin_m;
         contacts.clear();
         motion_m.clear();
         motion_m.extend(x_prev.iter().zip(x).map(|(a, b)| a.distance(*b)));
+        let narrow = NarrowPhase {
+            x_prev,
+            x,
+            inv_mass,
+            rest,
+            layer,
+            motion_m,
+            thickness_m: *thickness_m,
+            reach_m: reach,
+            tolerance_m: CCD_TOLERANCE_FRACTION * *thickness_m,
+            continuous: *continuous,
+        };
         let swept = |i: u32| {
             let i = i as usize;
             (x_prev[i].min(x[i]), x_prev[i].max(x[i]))
         };
         let grow = |(lo, hi): Aabb, r: Real| (lo - Vec3::splat(r), hi + Vec3::splat(r));
         let union = |a: Aabb, b: Aabb| (a.0.min(b.0), a.1.max(b.1));
-        let yields = |la: i32, lb: i32| -> (Real, Real) {
-            match la.cmp(&lb) {
-                std::cmp::Ordering::Less => (INNER_LAYER_YIELD, 1.0),
-                std::cmp::Ordering::Greater => (1.0, INNER_LAYER_YIELD),
-                std::cmp::Ordering::Equal => (1.0, 1.0),
+        let n_chunks = vertices
+            .len()
+            .div_ceil(CHUNK)
+            .max(edges.len().div_ceil(CHUNK));
+        if chunks.len() < n_chunks {
+            chunks.resize_with(n_chunks, Vec::new);
+        }
+        let mut join = |chunks: &mut Vec<Vec<SelfContact>>, n: usize| {
+            for c in &chunks[..n] {
+                contacts.extend_from_slice(c);
             }
         };
 
@@ -493,41 +1082,21 @@ impl SelfCollision {
                 .map(|t| grow(union(union(swept(t[0]), swept(t[1])), swept(t[2])), reach)),
         );
         tri_hash.build(boxes, *cell_m);
-        for &i in vertices.iter() {
-            let iu = i as usize;
-            tri_hash.query(&swept(i), |k| {
-                let t = triangles[k as usize];
-                if t.contains(&i) {
-                    return;
+        let (tri_hash, triangles) = (&*tri_hash, &*triangles);
+        vertices
+            .par_chunks(CHUNK)
+            .zip(chunks.par_iter_mut())
+            .for_each(|(vs, out)| {
+                out.clear();
+                for &i in vs {
+                    tri_hash.query(&swept(i), |k| {
+                        narrow.vertex_triangle(i, triangles[k as usize], out);
+                    });
                 }
-                let [a, b, c] = t.map(|v| v as usize);
-                let (ly, ty) = yields(layer[iu], layer[a]);
-                if inv_mass[iu] * ly == 0.0 && (inv_mass[a] + inv_mass[b] + inv_mass[c]) * ty == 0.0
-                {
-                    return;
-                }
-                let beta = closest_on_triangle(x_prev[iu], x_prev[a], x_prev[b], x_prev[c]);
-                let q = x_prev[a] * beta[0] + x_prev[b] * beta[1] + x_prev[c] * beta[2];
-                let d = x_prev[iu] - q;
-                let dist = d.length();
-                let moving = motion_m[iu] + motion_m[a].max(motion_m[b]).max(motion_m[c]);
-                if dist > reach + moving || dist < MIN_SEPARATION_M {
-                    return;
-                }
-                let rb = closest_on_triangle(rest[iu], rest[a], rest[b], rest[c]);
-                let rest_dist =
-                    rest[iu].distance(rest[a] * rb[0] + rest[b] * rb[1] + rest[c] * rb[2]);
-                contacts.push(SelfContact {
-                    particles: [i, t[0], t[1], t[2]],
-                    coeffs: [1.0, -beta[0], -beta[1], -beta[2]],
-                    yield_factor: [ly, ty, ty, ty],
-                    normal: d / dist,
-                    thickness_m: thickness.min(REST_DISTANCE_FRACTION * rest_dist),
-                });
             });
-        }
+        join(chunks, vertices.len().div_ceil(CHUNK));
 
-        // Edge–edge.
+        // Edge–edge: each pair once, from its lower-numbered edge.
         boxes.clear();
         boxes.extend(
             edges
@@ -535,50 +1104,23 @@ impl SelfCollision {
                 .map(|e| grow(union(swept(e[0]), swept(e[1])), reach)),
         );
         edge_hash.build(boxes, *cell_m);
-        for (ke, e) in edges.iter().enumerate() {
-            let query = union(swept(e[0]), swept(e[1]));
-            edge_hash.query(&query, |kf| {
-                if (kf as usize) <= ke {
-                    return;
+        let (edge_hash, edges) = (&*edge_hash, &*edges);
+        edges
+            .par_chunks(CHUNK)
+            .enumerate()
+            .zip(chunks.par_iter_mut())
+            .for_each(|((chunk, es), out)| {
+                out.clear();
+                for (j, e) in es.iter().enumerate() {
+                    let ke = chunk * CHUNK + j;
+                    edge_hash.query(&union(swept(e[0]), swept(e[1])), |kf| {
+                        if kf as usize > ke {
+                            narrow.edge_edge(*e, edges[kf as usize], out);
+                        }
+                    });
                 }
-                let f = edges[kf as usize];
-                if f.contains(&e[0]) || f.contains(&e[1]) {
-                    return;
-                }
-                let [a, b] = e.map(|v| v as usize);
-                let [c, d] = f.map(|v| v as usize);
-                let (ey, fy) = yields(layer[a], layer[c]);
-                if (inv_mass[a] + inv_mass[b]) * ey == 0.0
-                    && (inv_mass[c] + inv_mass[d]) * fy == 0.0
-                {
-                    return;
-                }
-                let (s, t) = closest_on_segments(x_prev[a], x_prev[b], x_prev[c], x_prev[d]);
-                let inside = |u: Real| u > EDGE_END_EPS && u < 1.0 - EDGE_END_EPS;
-                if !inside(s) || !inside(t) {
-                    return;
-                }
-                let pe = x_prev[a].lerp(x_prev[b], s);
-                let pf = x_prev[c].lerp(x_prev[d], t);
-                let dv = pe - pf;
-                let dist = dv.length();
-                let moving = motion_m[a].max(motion_m[b]) + motion_m[c].max(motion_m[d]);
-                if dist > reach + moving || dist < MIN_SEPARATION_M {
-                    return;
-                }
-                let (rs, rt) = closest_on_segments(rest[a], rest[b], rest[c], rest[d]);
-                let rest_dist = rest[a]
-                    .lerp(rest[b], rs)
-                    .distance(rest[c].lerp(rest[d], rt));
-                contacts.push(SelfContact {
-                    particles: [e[0], e[1], f[0], f[1]],
-                    coeffs: [1.0 - s, s, t - 1.0, -t],
-                    yield_factor: [ey, ey, fy, fy],
-                    normal: dv / dist,
-                    thickness_m: thickness.min(REST_DISTANCE_FRACTION * rest_dist),
-                });
             });
-        }
+        join(chunks, edges.len().div_ceil(CHUNK));
         lambdas.clear();
         lambdas.resize(contacts.len(), 0.0);
     }
@@ -604,11 +1146,55 @@ impl SelfCollision {
             pairs.for_each(&mut solve);
         }
     }
+
+    /// Coulomb friction between the two sides of every contact that pushed in this substep, at
+    /// the velocity level, after `v = (x − x_prev)/h` (stage 6 of [`crate::sim`]); see
+    /// "Friction" in the module docs. `v` (m/s) is changed in place; `inv_mass` (1/kg) and
+    /// `friction` (the fabric's dimensionless coefficient) are per particle; `h` is the substep
+    /// (s).
+    pub fn apply_friction(&self, v: &mut [Vec3], inv_mass: &[Real], friction: &[Real], h: Real) {
+        if h.is_nan() || h <= 0.0 {
+            return;
+        }
+        let inv_h = 1.0 / h;
+        for (c, &l) in self.contacts.iter().zip(&self.lambdas) {
+            if l <= 0.0 {
+                continue;
+            }
+            let idx = c.particles.map(|i| i as usize);
+            let mut wy = [0.0; 4];
+            let mut denom = 0.0;
+            let mut v_rel = Vec3::ZERO;
+            let (mut mu_first, mut mu_second) = (0.0, 0.0);
+            for k in 0..4 {
+                let (i, ck) = (idx[k], c.coeffs[k]);
+                wy[k] = inv_mass[i] * c.yield_factor[k];
+                denom += wy[k] * ck * ck;
+                v_rel += v[i] * ck;
+                // The positive coefficients (the first side) sum to 1, the negative to −1.
+                if ck > 0.0 {
+                    mu_first += ck * friction[i];
+                } else {
+                    mu_second -= ck * friction[i];
+                }
+            }
+            if denom <= 0.0 || !denom.is_finite() {
+                continue;
+            }
+            let mu = 0.5 * (mu_first + mu_second);
+            let v_t = v_rel - c.normal * c.normal.dot(v_rel);
+            let dv = friction_correction(v_t, l * denom * inv_h, mu, mu);
+            for k in 0..4 {
+                v[idx[k]] += dv * (wy[k] * c.coeffs[k] / denom);
+            }
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::math::Mat3;
     use approx::assert_relative_eq;
 
     #[test]
@@ -680,6 +1266,319 @@ mod tests {
         );
         assert_relative_eq!(s, 0.75, epsilon = 1e-6);
         assert_relative_eq!(t, 0.5, epsilon = 1e-6);
+    }
+
+    fn v(x: Real, y: Real, z: Real) -> Vec3 {
+        Vec3::new(x, y, z)
+    }
+
+    /// The triangle of the continuous tests: in y = 0, right angle at the origin.
+    const TRI: [[Real; 3]; 3] = [[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]];
+
+    fn tri() -> [Vec3; 3] {
+        TRI.map(Vec3::from)
+    }
+
+    #[test]
+    fn toi_vertex_falling_onto_static_triangle() {
+        let [a, b, c] = tri();
+        // y = 0.3 − 0.4·t: through the plane at t = 0.75, at (0.2, 0, 0.2).
+        let hit = vertex_triangle_toi(
+            [v(0.2, 0.3, 0.2), a, b, c],
+            [v(0.2, -0.1, 0.2), a, b, c],
+            1e-5,
+        )
+        .expect("hits");
+        assert_relative_eq!(hit.t, 0.75, epsilon = 1e-6);
+        assert!(!hit.coplanar);
+        assert_relative_eq!(hit.normal, Vec3::Y, epsilon = 1e-6);
+        for (got, want) in hit.coeffs.iter().zip([1.0, -0.6, -0.2, -0.2]) {
+            assert_relative_eq!(*got, want, epsilon = 1e-5);
+        }
+        // From below: the normal points down, the side it came from.
+        let hit = vertex_triangle_toi(
+            [v(0.2, -0.1, 0.2), a, b, c],
+            [v(0.2, 0.3, 0.2), a, b, c],
+            1e-5,
+        )
+        .expect("hits");
+        assert_relative_eq!(hit.t, 0.25, epsilon = 1e-6);
+        assert_relative_eq!(hit.normal, -Vec3::Y, epsilon = 1e-6);
+        // Both moving: the triangle rises 0.2 while the vertex falls 0.4, they meet at t = 0.5.
+        let up = Vec3::Y * 0.2;
+        let hit = vertex_triangle_toi(
+            [v(0.2, 0.3, 0.2), a, b, c],
+            [v(0.2, -0.1, 0.2), a + up, b + up, c + up],
+            1e-5,
+        )
+        .expect("hits");
+        assert_relative_eq!(hit.t, 0.5, epsilon = 1e-6);
+        // The same at a millimetre scale: the coefficients are 1e-9 of the above.
+        let s = 1e-3;
+        let hit = vertex_triangle_toi(
+            [v(0.2, 0.3, 0.2) * s, a * s, b * s, c * s],
+            [v(0.2, -0.1, 0.2) * s, a * s, b * s, c * s],
+            1e-8,
+        )
+        .expect("hits");
+        assert_relative_eq!(hit.t, 0.75, epsilon = 1e-5);
+        // Ending exactly in the plane is a touch at t = 1.
+        let hit = vertex_triangle_toi(
+            [v(0.2, 0.3, 0.2), a, b, c],
+            [v(0.2, 0.0, 0.2), a, b, c],
+            1e-5,
+        )
+        .expect("touches");
+        assert_relative_eq!(hit.t, 1.0, epsilon = 1e-6);
+        assert_relative_eq!(hit.normal, Vec3::Y, epsilon = 1e-6);
+    }
+
+    #[test]
+    fn toi_misses() {
+        let [a, b, c] = tri();
+        // Through the plane beside the triangle (x + z = 1.2 > 1).
+        assert_eq!(
+            vertex_triangle_toi(
+                [v(0.6, 0.3, 0.6), a, b, c],
+                [v(0.6, -0.1, 0.6), a, b, c],
+                1e-5
+            ),
+            None
+        );
+        // Parallel to the plane, 1 cm above it, across the whole triangle.
+        assert_eq!(
+            vertex_triangle_toi(
+                [v(-0.5, 0.01, 0.2), a, b, c],
+                [v(1.5, 0.01, 0.2), a, b, c],
+                1e-5
+            ),
+            None
+        );
+        // Towards the plane but stopping short of it.
+        assert_eq!(
+            vertex_triangle_toi(
+                [v(0.2, 0.3, 0.2), a, b, c],
+                [v(0.2, 0.001, 0.2), a, b, c],
+                1e-5
+            ),
+            None
+        );
+        // Two parallel edges closing in: no common normal, no impact.
+        assert_eq!(
+            edge_edge_toi(
+                [
+                    v(0.0, 1.0, 0.0),
+                    v(1.0, 1.0, 0.0),
+                    v(0.0, 0.0, 0.0),
+                    v(1.0, 0.0, 0.0)
+                ],
+                [
+                    v(0.0, -1.0, 0.0),
+                    v(1.0, -1.0, 0.0),
+                    v(0.0, 0.0, 0.0),
+                    v(1.0, 0.0, 0.0)
+                ],
+                1e-5
+            ),
+            None
+        );
+        // Skew edges whose lines cross but whose segments pass each other (u = 1.5 > 1).
+        assert_eq!(
+            edge_edge_toi(
+                [
+                    v(-1.0, 0.5, 0.0),
+                    v(1.0, 0.5, 0.0),
+                    v(0.0, 0.0, -2.0),
+                    v(0.0, 0.0, -1.0)
+                ],
+                [
+                    v(-1.0, -0.5, 0.0),
+                    v(1.0, -0.5, 0.0),
+                    v(0.0, 0.0, -2.0),
+                    v(0.0, 0.0, -1.0)
+                ],
+                1e-5
+            )
+            .map(|h| h.t),
+            None
+        );
+    }
+
+    /// A triangle hinged on the z axis swings 120° in one substep (each vertex on its chord)
+    /// through a vertex that lies beyond the hinge, at 100° and 0.3 m. The linearised contact
+    /// (closest point at `x_prev`: the hinge, which does not move) is satisfied at the end, so
+    /// it misses the pass; the cubic finds it.
+    #[test]
+    fn toi_rotating_triangle_that_the_linearised_test_misses() {
+        let (a, b) = (v(0.0, 0.0, -0.5), v(0.0, 0.0, 0.5));
+        let (c0, c1) = (v(1.0, 0.0, 0.0), v(-0.5, 0.75_f32.sqrt(), 0.0));
+        let ang = 100.0_f32.to_radians();
+        let p = v(0.3 * ang.cos(), 0.3 * ang.sin(), 0.0);
+        let (x0, x1) = ([p, a, b, c0], [p, a, b, c1]);
+        // p is in the plane when c(t) = c0 + t·(c1 − c0) points at 100°.
+        let t_exact = ang.sin() / (1.5 * ang.sin() + 0.75_f32.sqrt() * ang.cos());
+        let hit = vertex_triangle_toi(x0, x1, 1e-5).expect("the cubic finds the pass");
+        assert_relative_eq!(hit.t, t_exact, epsilon = 1e-5);
+        assert_relative_eq!(t_exact, 0.7422, epsilon = 1e-3);
+        // The normal is the flap's at the impact, on the side p was on: ahead of the swing.
+        assert_relative_eq!(hit.normal, v(-ang.sin(), ang.cos(), 0.0), epsilon = 1e-4);
+        // The linearised contact (closest point at x_prev) is satisfied at the end: a miss.
+        // p needs a triangle of its own to be a collision vertex: a tiny fixed one.
+        let q = [p + v(0.001, 0.0, 0.0), p + v(0.0, 0.001, 0.0)];
+        let (x0, x1) = ([p, a, b, c0, q[0], q[1]], [p, a, b, c1, q[0], q[1]]);
+        let triangles = [[1, 2, 3], [0, 4, 5]];
+        let mut sc = SelfCollision::new(&triangles, &[], &x0, 0.004, 0.002);
+        let w = [1.0, 0.0, 0.0, 0.0, 0.0, 0.0];
+        let contact = |sc: &SelfCollision| -> SelfContact {
+            let found = sc.contacts().iter().find(|c| c.particles == [0, 1, 2, 3]);
+            *found.expect("a vertex–triangle contact")
+        };
+        let gap_end = |c: &SelfContact| -> Real {
+            let gap: Vec3 = (0..4)
+                .map(|k| x1[c.particles[k] as usize] * c.coeffs[k])
+                .sum();
+            c.normal.dot(gap) - c.thickness_m
+        };
+        sc.set_continuous(false);
+        sc.find_contacts(&x0, &x1, &w, &x0);
+        assert!(
+            gap_end(&contact(&sc)) > 0.2,
+            "the linearised contact is satisfied"
+        );
+        // With the continuous test the contact is violated at the end, and projecting it puts
+        // p back ahead of the flap, a thickness away.
+        sc.set_continuous(true);
+        sc.find_contacts(&x0, &x1, &w, &x0);
+        let c = contact(&sc);
+        assert!(gap_end(&c) < -0.01);
+        let mut x = x1;
+        for _ in 0..2 {
+            sc.project(&mut x, &w, false);
+        }
+        assert_relative_eq!(c.normal, hit.normal, epsilon = 1e-6);
+        let gap: Vec3 = (0..4)
+            .map(|k| x[c.particles[k] as usize] * c.coeffs[k])
+            .sum();
+        assert_relative_eq!(c.normal.dot(gap), 0.004, epsilon = 1e-5);
+        // Ahead of the flap in its final position too.
+        let ahead = v(-c1.y, c1.x, 0.0).normalize();
+        assert!(
+            (x[0] - x[1]).dot(ahead) > 0.004,
+            "p is {} m ahead of the flap",
+            (x[0] - x[1]).dot(ahead)
+        );
+    }
+
+    #[test]
+    fn toi_edges_crossing_at_known_time() {
+        // Edge e along x at y = 0.3 − 0.4·t, edge f along z at x = −0.5, y = 0: they cross at
+        // t = 0.75, a quarter along e and half along f.
+        let f = [v(-0.5, 0.0, -1.0), v(-0.5, 0.0, 1.0)];
+        let hit = edge_edge_toi(
+            [v(-1.0, 0.3, 0.0), v(1.0, 0.3, 0.0), f[0], f[1]],
+            [v(-1.0, -0.1, 0.0), v(1.0, -0.1, 0.0), f[0], f[1]],
+            1e-5,
+        )
+        .expect("hits");
+        assert_relative_eq!(hit.t, 0.75, epsilon = 1e-6);
+        assert_relative_eq!(hit.normal, Vec3::Y, epsilon = 1e-6);
+        for (got, want) in hit.coeffs.iter().zip([0.75, 0.25, -0.5, -0.5]) {
+            assert_relative_eq!(*got, want, epsilon = 1e-5);
+        }
+        // f spinning about y by 90° while e falls: the chord keeps f's middle at the origin
+        // and the crossing happens where e meets it.
+        let hit = edge_edge_toi(
+            [
+                v(-1.0, 0.3, 0.1),
+                v(1.0, 0.3, 0.1),
+                v(-1.0, 0.0, 0.0),
+                v(1.0, 0.0, 0.0),
+            ],
+            [
+                v(-1.0, -0.1, 0.1),
+                v(1.0, -0.1, 0.1),
+                v(0.0, 0.0, -1.0),
+                v(0.0, 0.0, 1.0),
+            ],
+            1e-5,
+        )
+        .expect("hits");
+        assert_relative_eq!(hit.t, 0.75, epsilon = 1e-6);
+        assert_relative_eq!(hit.normal.y.abs(), 1.0, epsilon = 1e-6);
+        assert!(hit.normal.y > 0.0, "e came from above");
+    }
+
+    #[test]
+    fn toi_coplanar_motion() {
+        let [a, b, c] = tri();
+        // Sliding in the triangle's plane into it through the edge x = 0 at t = 0.5.
+        let hit = vertex_triangle_toi(
+            [v(-0.5, 0.0, 0.2), a, b, c],
+            [v(0.5, 0.0, 0.2), a, b, c],
+            1e-5,
+        )
+        .expect("enters");
+        assert!(hit.coplanar);
+        assert_relative_eq!(hit.t, 0.5, epsilon = 1e-6);
+        assert_relative_eq!(hit.normal, -Vec3::X, epsilon = 1e-6);
+        // Sliding in the plane away from it.
+        assert_eq!(
+            vertex_triangle_toi(
+                [v(-0.5, 0.0, 0.2), a, b, c],
+                [v(-1.5, 0.0, 0.2), a, b, c],
+                1e-5
+            ),
+            None
+        );
+        // A tilted plane (not axis-aligned, so f32 rounding leaves it only nearly coplanar):
+        // the vertex enters through the edge a–c at t = 0.25.
+        let r = Mat3::from_rotation_x(0.3) * Mat3::from_rotation_z(0.7);
+        let [a, b, c] = [a, b, c].map(|q| r * q + v(0.1, 0.2, 0.3));
+        let (p0, p1) = (
+            r * v(-0.1, 0.0, 0.5) + v(0.1, 0.2, 0.3),
+            r * v(0.3, 0.0, 0.5) + v(0.1, 0.2, 0.3),
+        );
+        let hit = vertex_triangle_toi([p0, a, b, c], [p1, a, b, c], 1e-5).expect("enters");
+        assert!(hit.coplanar);
+        assert_relative_eq!(hit.t, 0.25, epsilon = 1e-4);
+        // Two edges of one plane: e slides along x into f (from x = 0.5 to −0.5), crossing at
+        // t = 0.5.
+        let f = [v(0.0, 0.0, -1.0), v(0.0, 0.0, 1.0)];
+        let hit = edge_edge_toi(
+            [v(0.5, 0.0, 0.0), v(1.5, 0.0, 0.0), f[0], f[1]],
+            [v(-0.5, 0.0, 0.0), v(0.5, 0.0, 0.0), f[0], f[1]],
+            1e-5,
+        )
+        .expect("meets");
+        assert!(hit.coplanar);
+        assert_relative_eq!(hit.t, 0.5, epsilon = 1e-6);
+    }
+
+    #[test]
+    fn quadratic_and_cubic_roots() {
+        let (r, n) = quadratic_roots(2.0, -3.0, 1.0);
+        assert_eq!((n, r), (2, [1.0, 2.0]));
+        let (r, n) = quadratic_roots(-1.0, 2.0, 0.0);
+        assert_eq!((n, r[0]), (1, 0.5));
+        assert_eq!(quadratic_roots(1.0, 0.0, 1.0).1, 0);
+        assert_eq!(quadratic_roots(1.0, 0.0, 0.0).1, 0);
+        // A tiny leading coefficient keeps the root near the linear one.
+        let (r, n) = quadratic_roots(-1.0, 2.0, 1e-14);
+        assert_eq!(n, 2);
+        assert!(r.iter().any(|&t| (t - 0.5).abs() < 1e-12));
+        // (t − 0.2)(t − 0.5)(t − 0.9): three crossings, in order.
+        let c = [-0.09, 0.73, -1.6, 1.0];
+        let mut out = [(0.0, false); 6];
+        let n = cubic_events(&c, 0.0, &mut out);
+        let crossings: Vec<f64> = out[..n].iter().filter(|e| e.1).map(|e| e.0).collect();
+        assert_eq!(crossings.len(), 3);
+        for (got, want) in crossings.iter().zip([0.2, 0.5, 0.9]) {
+            assert!((got - want).abs() < 1e-9, "{got} vs {want}");
+        }
+        // (t − 0.5)²: no sign change, a graze at the extremum.
+        let n = cubic_events(&[0.25, -1.0, 1.0, 0.0], 1e-12, &mut out);
+        assert_eq!(n, 1);
+        assert!((out[0].0 - 0.5).abs() < 1e-12 && !out[0].1);
     }
 
     #[test]

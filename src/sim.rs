@@ -1444,6 +1444,10 @@ impl Solver {
             let mu = model.friction[i];
             p.v[i] += friction_correction(v_t, p.inv_mass[i] * l * inv_h, mu, mu);
         }
+        // The same Coulomb friction between cloth layers (self-contacts).
+        if let Some(sc) = self_collision.as_ref() {
+            sc.apply_friction(&mut p.v, &p.inv_mass, &model.friction, h);
+        }
         for i in 0..p.x.len() {
             p.v[i] *= (-model.damping_per_s[i] * h).exp();
         }
