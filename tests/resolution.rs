@@ -269,11 +269,11 @@ fn drape_coefficient_is_within_6_percent_on_500_and_1000_vertex_specimens() {
 }
 
 #[test]
-#[ignore = "fails the issue's 3 %, for the lead to decide: cotton shirting at 1027, 1951, 3997 \
-            and 7957 vertices (40, 57, 80, 113 substeps, 6 s) gives DC 0.602, 0.580, 0.612 and \
-            0.624 (7.6 % spread, not monotonic; 6 nodes from 1027 to 3997 vertices, so the \
-            folds' shape, not their number, moves it) (docs/cusick.md); about twelve minutes \
-            in release"]
+#[ignore = "fails the issue's 3 %: cotton shirting at 1027, 1951, 3997 and 7957 vertices \
+            (40, 57, 80, 113 substeps, 6 s) gives DC 0.602, 0.580, 0.612 and 0.624 (7.6 % \
+            spread); each doubling of the substeps still raises it, more on finer specimens, \
+            because the stretch solve has not converged (docs/cusick.md, 'Why it spreads'); \
+            about twelve minutes in release"]
 fn drape_coefficient_is_the_same_on_1k_to_8k_specimens() {
     let dc = drape_coefficients("cotton_shirting", &[1000, 2000, 4000, 8000], 40, 6.0);
     assert!(spread(&dc) <= 0.03, "cotton drape coefficients {dc:?}");
