@@ -52,7 +52,7 @@ use crate::collide::{BodyCollider, ColliderError};
 use crate::material::{build_cloth, Fabric, FabricError};
 use crate::math::{Real, Vec2, Vec3};
 use crate::mesh::{Mesh, Topology};
-use crate::sim::{ClothModel, SimError, Solver, SolverSettings};
+use crate::sim::{ClothModel, SimError, Solver, SolverSettings, StretchSolve};
 
 /// Standard specimen radius (m): 30 cm across.
 pub const SPECIMEN_RADIUS_M: Real = 0.15;
@@ -106,6 +106,8 @@ pub struct CusickOptions {
     /// Velocity damping rate (1/s) to use instead of the fabric's, or `None` for the fabric's.
     /// Damping changes how fast the specimen comes to rest, not where.
     pub damping_per_s: Option<Real>,
+    /// How the stretch constraints are solved ([`SolverSettings::stretch_solve`]).
+    pub stretch_solve: StretchSolve,
 }
 
 impl Default for CusickOptions {
@@ -125,6 +127,7 @@ impl Default for CusickOptions {
             area_cell_m: 5.0e-4,
             perturbation_m: 0.0,
             damping_per_s: Some(2.0),
+            stretch_solve: StretchSolve::Sweep,
         }
     }
 }
@@ -531,6 +534,7 @@ pub fn cusick_test(fabric: &Fabric, options: &CusickOptions) -> Result<CusickRes
         iterations: options.iterations,
         collision_thickness_m: options.collision_thickness_m,
         contact_margin_m: options.contact_margin_m,
+        stretch_solve: options.stretch_solve,
         ..Default::default()
     };
     let pedestal = BodyCollider::new(&pedestal_mesh(

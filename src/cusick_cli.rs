@@ -3,6 +3,7 @@
 use clap::Args;
 use drape::cusick::{cusick_test, CusickOptions, MAX_SPECIMEN_VERTICES};
 use drape::preset::Library;
+use drape::sim::StretchSolve;
 
 /// `drape drape-test` and its options.
 #[derive(Args)]
@@ -22,10 +23,14 @@ pub struct DrapeTestArgs {
     /// Simulated time limit, in s.
     #[arg(long, default_value_t = CusickOptions::default().max_time_s)]
     max_time: f32,
-    /// Velocity damping rate in 1/s (default: the fabric's own). Damping changes how fast the
-    /// specimen comes to rest, not where.
+    /// Velocity damping rate in 1/s (default: 2/s, whatever the fabric's own). Damping changes
+    /// how fast the specimen comes to rest.
     #[arg(long)]
     damping: Option<f32>,
+    /// Solve the stretch constraints all at once (conjugate gradients) in every sweep instead
+    /// of edge by edge (the solver setting `stretch_solve: Global`).
+    #[arg(long)]
+    global_stretch: bool,
     /// Amplitude of a small deterministic vertical jitter of the flat start, in m (default 0).
     #[arg(long, default_value_t = 0.0)]
     perturbation: f32,
@@ -48,6 +53,11 @@ pub fn run(args: DrapeTestArgs) -> Result<(), String> {
         max_time_s: args.max_time,
         damping_per_s: args.damping.or(CusickOptions::default().damping_per_s),
         perturbation_m: args.perturbation,
+        stretch_solve: if args.global_stretch {
+            StretchSolve::Global
+        } else {
+            StretchSolve::Sweep
+        },
         ..CusickOptions::default()
     };
     let r = cusick_test(&fabric, &options).map_err(|e| format!("{}: {e}", args.preset))?;

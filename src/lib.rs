@@ -21,6 +21,7 @@ pub mod constraints;
 pub mod cusick;
 pub mod demo;
 pub mod fit;
+pub mod global_stretch;
 pub mod io;
 pub mod material;
 pub mod math;

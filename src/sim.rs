@@ -55,6 +55,7 @@ use crate::constraints::{
     friction_correction, solve_attachment, solve_bend, solve_contact, solve_distance, solve_shear,
     solve_tether, Attachment, Bend, Distance, Outcome, Shear, Tether,
 };
+use crate::global_stretch::GlobalStretch;
 use crate::math::{Real, Vec3};
 use crate::self_collision::SelfCollision;
 
@@ -112,6 +113,24 @@ pub struct SolverSettings {
     /// another order than the mesh's, which leaves 2–4× more stretch at the same substeps; so it
     /// is off by default (docs/solver.md, "Parallel projection").
     pub parallel_projection: bool,
+    /// How the stretch constraints are projected in each sweep: one Gauss–Seidel pass
+    /// ([`StretchSolve::Sweep`], the default), or all of them together by conjugate gradients
+    /// ([`StretchSolve::Global`], see [`crate::global_stretch`]), which holds stiff fabrics to
+    /// their real stretch whatever the substeps and the resolution, at a higher cost per sweep.
+    pub stretch_solve: StretchSolve,
+}
+
+/// How the stretch constraints are projected ([`SolverSettings::stretch_solve`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum StretchSolve {
+    /// One Gauss–Seidel pass per sweep, edge by edge (over-relaxed by
+    /// [`SolverSettings::stretch_relaxation`]).
+    #[default]
+    Sweep,
+    /// One Newton step of XPBD on all edges at once per sweep, solved by preconditioned
+    /// conjugate gradients ([`crate::global_stretch`]); `stretch_relaxation` and
+    /// `parallel_projection` do not apply to it.
+    Global,
 }
 
 impl Default for SolverSettings {
@@ -132,6 +151,7 @@ impl Default for SolverSettings {
             self_collision_thickness_m: 0.004,
             parallel: true,
             parallel_projection: false,
+            stretch_solve: StretchSolve::Sweep,
         }
     }
 }
@@ -460,6 +480,9 @@ pub struct FrameReport {
     pub self_contacts_active: usize,
     /// Why substeps were rolled back, one line per rollback.
     pub rollback_reasons: Vec<String>,
+    /// Conjugate-gradient iterations of the global stretch solve over the frame (0 with
+    /// [`StretchSolve::Sweep`]).
+    pub stretch_cg_iterations: u64,
 }
 
 /// The XPBD solver.
@@ -501,6 +524,8 @@ pub struct Solver {
     /// The batches of `model.stretch`, `shear` and `bend` (reordered to match) when
     /// [`SolverSettings::parallel_projection`] is on.
     batches: Option<Batches>,
+    /// The buffers of the global stretch solve ([`StretchSolve::Global`]).
+    global_stretch: GlobalStretch,
 }
 
 /// The batches of `model.stretch`, `shear` and `bend` (each reordered into batch order).
@@ -889,6 +914,7 @@ impl Solver {
             lambda_drag: 0.0,
             times: StageTimes::default(),
             batches,
+            global_stretch: GlobalStretch::default(),
         })
     }
 
@@ -1179,6 +1205,7 @@ impl Solver {
             lambda_drag,
             times,
             batches,
+            global_stretch,
             ..
         } = self;
 
@@ -1284,6 +1311,15 @@ impl Solver {
                     x[i] += d;
                 }
             });
+            let global = settings.stretch_solve == StretchSolve::Global;
+            if global {
+                let g = global_stretch.solve(x, w, &model.stretch, lambda_stretch, h);
+                report.degenerate += g.degenerate as u64;
+                report.stretch_cg_iterations += g.iterations as u64;
+                if last {
+                    report.max_residual_m = g.max_violation_m;
+                }
+            }
             let xs = SharedSlice::new(x);
             let omega = settings.stretch_relaxation;
             let inv_h2 = 1.0 / (h * h);
@@ -1291,9 +1327,9 @@ impl Solver {
             // of its own constraint, whose indices `Solver::new` checked; within a colour no two
             // constraints share a particle (`Batches::colour`), and serially there is one thread.
             let stretch = project_kind(
-                &model.stretch,
+                if global { &[] } else { &model.stretch },
                 lambda_stretch,
-                batches.as_ref().map(|b| &b.stretch),
+                batches.as_ref().filter(|_| !global).map(|b| &b.stretch),
                 reverse,
                 xs,
                 |c, l, x| {
@@ -1328,7 +1364,7 @@ impl Solver {
                     counts
                 },
             );
-            if last {
+            if last && !global {
                 report.max_residual_m = stretch.max_residual_m;
             }
             let shear = project_kind(
