@@ -21,7 +21,7 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use drape::bake::{bake, BakeOptions, LoadedScene};
 use drape::demo::{write_demo, DemoScene};
 use drape::math::Vec3;
-use drape::self_collision::{Aabb, SpatialHash};
+use drape::self_collision::{Aabb, SelfCollision, SpatialHash};
 use drape::sim::Solver;
 use parry3d::bounding_volume::Aabb as ParryAabb;
 use parry3d::partitioning::{Bvh, BvhBuildStrategy};
@@ -44,7 +44,19 @@ fn solver(loaded: &LoadedScene) -> Solver {
     Solver::new(loaded.scene.solver.clone(), model, body).expect("solver")
 }
 
+/// `DRAPE_BENCH_CONTACT_ITERS=n`: skip the timed groups; set up the broad-phase state and run
+/// `find_contacts` `n` times (for `perf stat`, which counts cycles whatever the machine's load).
+fn contact_iters() -> Option<u32> {
+    std::env::var("DRAPE_BENCH_CONTACT_ITERS")
+        .ok()?
+        .parse()
+        .ok()
+}
+
 fn standard_scene(c: &mut Criterion) {
+    if contact_iters().is_some() {
+        return;
+    }
     let mut group = c.benchmark_group("standard_scene_self_collision");
     group.sample_size(10);
     group.measurement_time(Duration::from_secs(20));
@@ -145,6 +157,52 @@ fn broad_phase(c: &mut Criterion) {
     );
     group.bench_function("hash_grid", |bch| bch.iter(|| count_hash(&mut hash)));
     group.bench_function("bvh", |bch| bch.iter(count_bvh));
+    group.finish();
+
+    // The whole contact search of one substep on the same state: `x_prev` the cloth after 30
+    // frames, `x` one substep of its velocity later.
+    let h = 1.0 / (24.0 * SUBSTEPS as f32);
+    let x1: Vec<Vec3> = x
+        .iter()
+        .zip(&s.particles().v)
+        .map(|(p, v)| *p + *v * h)
+        .collect();
+    let model = s.model();
+    let inv_mass = &s.particles().inv_mass;
+    let mut sc = SelfCollision::new(
+        &model.triangles,
+        &model.layer,
+        &model.positions,
+        settings.self_collision_thickness_m,
+        settings
+            .contact_margin_m
+            .min(0.5 * settings.self_collision_thickness_m),
+    );
+    sc.find_contacts(&x, &x1, inv_mass, &model.positions);
+    if let Some(n) = contact_iters() {
+        for _ in 0..n {
+            sc.find_contacts(&x, &x1, inv_mass, &model.positions);
+        }
+        eprintln!("{n} × find_contacts: {} contacts", sc.contacts().len());
+        return;
+    }
+    eprintln!(
+        "find_contacts: {} contacts ({} vertex–triangle candidates above)",
+        sc.contacts().len(),
+        a
+    );
+    let mut group = c.benchmark_group("self_collision_find_contacts");
+    for continuous in [false, true] {
+        sc.set_continuous(continuous);
+        group.bench_function(
+            if continuous {
+                "continuous"
+            } else {
+                "linearised"
+            },
+            |bch| bch.iter(|| sc.find_contacts(&x, &x1, inv_mass, &model.positions)),
+        );
+    }
     group.finish();
 }
 
