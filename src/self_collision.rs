@@ -935,7 +935,7 @@ fn for_cells(lo: [i32; 3], hi: [i32; 3], mut f: impl FnMut([i32; 3])) {
     }
 }
 
-/// Vertices (edges) per task of the parallel narrow phase. The tasks' contacts are joined in
+/// Vertices per task of the parallel vertex–triangle phase. The tasks' contacts are joined in
 /// order, so the contact list is the same on any number of threads.
 const CHUNK: usize = 256;
 /// Cells per task of the parallel edge–edge phase.
@@ -1221,10 +1221,7 @@ impl SelfCollision {
         };
         let grow = |(lo, hi): Aabb, r: Real| (lo - Vec3::splat(r), hi + Vec3::splat(r));
         let union = |a: Aabb, b: Aabb| (a.0.min(b.0), a.1.max(b.1));
-        let n_chunks = vertices
-            .len()
-            .div_ceil(CHUNK)
-            .max(edges.len().div_ceil(CHUNK));
+        let n_chunks = vertices.len().div_ceil(CHUNK);
         if chunks.len() < n_chunks {
             chunks.resize_with(n_chunks, Vec::new);
         }
@@ -1254,7 +1251,7 @@ impl SelfCollision {
                     });
                 }
             });
-        join(chunks, vertices.len().div_ceil(CHUNK));
+        join(chunks, n_chunks);
 
         // Edge–edge: each pair once, from the hash's cell pairs. Both boxes grown by half the
         // reach overlap exactly when one grown by the reach overlaps the other.
