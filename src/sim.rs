@@ -1313,7 +1313,7 @@ impl Solver {
             });
             let global = settings.stretch_solve == StretchSolve::Global;
             if global {
-                let g = global_stretch.solve(x, w, &model.stretch, lambda_stretch, h);
+                let g = global_stretch.solve(x, w, &model.stretch, lambda_stretch, h, it as usize);
                 report.degenerate += g.degenerate as u64;
                 report.stretch_cg_iterations += g.iterations as u64;
                 if last {
