@@ -211,37 +211,38 @@ impl GlobalStretch {
         self.previous[slot].clone_from(&self.delta_lambda);
 
         // x += M⁻¹ Jᵀ Δλ, λ += Δλ.
-        self.u.fill(Vec3::ZERO);
-        for (j, e) in edges.iter().enumerate() {
-            let [a, c] = e.particles.map(|i| i as usize);
-            let f = self.normal[j] * self.delta_lambda[j];
-            self.u[a] += f;
-            self.u[c] -= f;
-            lambda[j] += self.delta_lambda[j];
+        scatter(&mut self.u, &self.normal, &self.delta_lambda, w, edges);
+        for (xi, ui) in x.iter_mut().zip(&self.u) {
+            *xi += *ui;
         }
-        for ((xi, ui), &wi) in x.iter_mut().zip(&self.u).zip(w) {
-            *xi += *ui * wi;
+        for (l, d) in lambda.iter_mut().zip(&self.delta_lambda) {
+            *l += d;
         }
         report
     }
 
     /// `ap = A p = J M⁻¹ Jᵀ p + α̃ p`.
     fn apply(&mut self, w: &[Real], edges: &[Distance]) {
-        self.u.fill(Vec3::ZERO);
-        for (j, e) in edges.iter().enumerate() {
-            let [a, c] = e.particles.map(|i| i as usize);
-            let f = self.normal[j] * self.p[j];
-            self.u[a] += f;
-            self.u[c] -= f;
-        }
-        for (ui, &wi) in self.u.iter_mut().zip(w) {
-            *ui *= wi;
-        }
+        scatter(&mut self.u, &self.normal, &self.p, w, edges);
         for (j, e) in edges.iter().enumerate() {
             let [a, c] = e.particles.map(|i| i as usize);
             self.ap[j] =
                 self.normal[j].dot(self.u[a] - self.u[c]) + self.alpha_tilde[j] * self.p[j];
         }
+    }
+}
+
+/// `u = M⁻¹ Jᵀ v`: each edge's `v_j n_j` added at its first particle and taken from its
+/// second, times the inverse masses `w` (1/kg); a displacement (m) when `v` is a `Δλ` (N·s²).
+fn scatter(u: &mut [Vec3], normal: &[Vec3], v: &[Real], w: &[Real], edges: &[Distance]) {
+    u.fill(Vec3::ZERO);
+    for ((e, n), &vj) in edges.iter().zip(normal).zip(v) {
+        let [a, c] = e.particles.map(|i| i as usize);
+        u[a] += *n * vj;
+        u[c] -= *n * vj;
+    }
+    for (ui, &wi) in u.iter_mut().zip(w) {
+        *ui *= wi;
     }
 }
 
