@@ -268,13 +268,15 @@ fn run_default() -> Result<(), String> {
         &scene,
         &dir.join("bake.glb"),
         None,
+        &SolverOverrides::default(),
         Some(&dir.join("stats.json")),
         None,
         None,
     )
 }
 
-/// `drape bake`'s replacements for the scene's solver settings.
+/// `drape bake`'s replacements for the scene's solver settings (none by default).
+#[derive(Default)]
 struct SolverOverrides {
     /// A solver preset to use instead of the scene's settings.
     preset: Option<String>,
