@@ -1,7 +1,8 @@
 //! The Cusick drape test (BS 5058 / ISO 9073-9): how much a fabric drapes, as one number.
 //!
-//! A circular specimen of radius `R` = 0.15 m (30 cm across) rests centred on a horizontal
-//! circular pedestal of radius `r` = 0.09 m (18 cm across) and hangs under gravity. The shadow
+//! A circular specimen of radius `R` = 0.15 m (30 cm across) is held centred between a
+//! horizontal circular pedestal of radius `r` = 0.09 m (18 cm across) and an upper disc of the
+//! same size, and hangs under gravity around them. The shadow
 //! it casts straight down (its projected area) is compared with the two extremes, a specimen
 //! that stays flat (a perfectly stiff fabric) and one that hangs straight down at the pedestal's
 //! edge (a perfectly limp one):
@@ -24,12 +25,15 @@
 //!    equilateral triangles of edge ≈ `R/N`. Each ring is rotated by a different fraction of its
 //!    vertex spacing (the golden-ratio sequence), so the mesh has no six-fold symmetry lines
 //!    that would favour six folds. UVs are the top view (`u` along +X, `v` along +Z), so the
-//!    fabric's warp runs along X ([`build_cloth`] takes the warp from increasing `u`).
+//!    fabric's warp runs along X ([`build_cloth`] takes the warp from increasing `u`). One ring
+//!    lies exactly on the pedestal's edge ([`specimen_disk_with_ring`]), so that the specimen is
+//!    supported to the same radius at every resolution.
 //! 2. **Pedestal**: [`pedestal_mesh`], a closed cylinder of radius `r`, top face at `y = 0`,
 //!    [`PEDESTAL_HEIGHT_M`] tall (well below the longest possible overhang, `R − r` = 6 cm), a
 //!    static [`BodyCollider`].
-//! 3. **Start**: the specimen lies flat and centred, the collision thickness above the top
-//!    face, at rest.
+//! 3. **Clamp and start**: the specimen lies flat and centred, the collision thickness above
+//!    the top face, at rest; its vertices on and inside the pedestal's radius are pinned there
+//!    (the upper disc; [`CusickOptions::clamped`]).
 //! 4. **Simulate** with [`Solver`] (body contacts with the fabric's friction, the fabric's
 //!    damping) in frames of `1/fps`, until the largest particle speed has stayed below
 //!    [`CusickOptions::settle_speed_m_per_s`] for [`CusickOptions::settle_time_s`], or the time
@@ -52,7 +56,7 @@ use crate::collide::{BodyCollider, ColliderError};
 use crate::material::{build_cloth, Fabric, FabricError};
 use crate::math::{Real, Vec2, Vec3};
 use crate::mesh::{Mesh, Topology};
-use crate::sim::{ClothModel, SimError, Solver, SolverSettings, StretchSolve};
+use crate::sim::{ClothModel, Pin, SimError, Solver, SolverSettings, StretchSolve};
 
 /// Standard specimen radius (m): 30 cm across.
 pub const SPECIMEN_RADIUS_M: Real = 0.15;
@@ -108,6 +112,10 @@ pub struct CusickOptions {
     pub damping_per_s: Option<Real>,
     /// How the stretch constraints are solved ([`SolverSettings::stretch_solve`]).
     pub stretch_solve: StretchSolve,
+    /// Clamp the specimen between the pedestal and an upper disc of the same radius, as the
+    /// standard's instrument does (true), or let it rest on the pedestal alone (false). The
+    /// specimen vertices on and inside the pedestal's radius are then held where they start.
+    pub clamped: bool,
 }
 
 impl Default for CusickOptions {
@@ -128,6 +136,7 @@ impl Default for CusickOptions {
             perturbation_m: 0.0,
             damping_per_s: Some(2.0),
             stretch_solve: StretchSolve::Sweep,
+            clamped: true,
         }
     }
 }
@@ -297,7 +306,39 @@ pub fn rings_for_vertices(target: usize) -> u32 {
 /// triangles with edges of about `radius_m / rings`. UVs are the top view scaled to `[0, 1]²`:
 /// `u = (x/R + 1)/2`, `v = (z/R + 1)/2`, so the warp (increasing `u`) runs along +X.
 pub fn specimen_disk(radius_m: Real, rings: u32, height_m: Real) -> Mesh {
+    specimen_disk_with_ring(radius_m, rings, height_m, None)
+}
+
+/// [`specimen_disk`] with one ring at exactly `ring_radius_m` (m, strictly between 0 and
+/// `radius_m`), or evenly spaced rings for `None`. The rings inside it are evenly spaced from the
+/// centre to it, the rest from it to the rim; the ring counts on each side follow the radii, so
+/// the two spacings differ by at most one ring's worth. The Cusick test puts that ring on the
+/// pedestal's edge, so that the specimen is supported (and clamped) to the same radius at every
+/// resolution: with evenly spaced rings, the last ring on the pedestal lies up to one spacing
+/// inside its edge, and a triangle across the edge is not held by it.
+pub fn specimen_disk_with_ring(
+    radius_m: Real,
+    rings: u32,
+    height_m: Real,
+    ring_radius_m: Option<Real>,
+) -> Mesh {
     let rings = rings.max(1);
+    let big_r = radius_m as f64;
+    // (radius of the fixed ring, its index), when there is room for rings on both sides.
+    let fixed = ring_radius_m
+        .map(|r| r as f64)
+        .filter(|&r| rings >= 2 && r > 0.0 && r < big_r)
+        .map(|r| {
+            let k = ((rings as f64 * r / big_r).round() as u32).clamp(1, rings - 1);
+            (r, k)
+        });
+    let ring_radius = |k: u32| -> f64 {
+        match fixed {
+            Some((r, kr)) if k <= kr => r * k as f64 / kr as f64,
+            Some((r, kr)) => r + (big_r - r) * (k - kr) as f64 / (rings - kr) as f64,
+            None => big_r * k as f64 / rings as f64,
+        }
+    };
     let golden = 0.618_033_988_749_894_9_f64;
     let mut positions = vec![Vec3::new(0.0, height_m, 0.0)];
     // First vertex index, count and angular offset (as a fraction of the spacing) per ring.
@@ -308,7 +349,7 @@ pub fn specimen_disk(radius_m: Real, rings: u32, height_m: Real) -> Mesh {
         let n = 6 * k;
         let phi = (k as f64 * golden).fract();
         phase.push(phi);
-        let r = radius_m as f64 * k as f64 / rings as f64;
+        let r = ring_radius(k);
         for j in 0..n {
             let a = std::f64::consts::TAU * (j as f64 + phi) / n as f64;
             positions.push(Vec3::new(
@@ -503,20 +544,40 @@ pub fn cusick_test(fabric: &Fabric, options: &CusickOptions) -> Result<CusickRes
     options.validate()?;
     fabric.validate()?;
     let rings = rings_for_vertices(options.vertices);
-    let mut mesh = specimen_disk(options.specimen_radius_m, rings, 0.0);
+    let mut mesh = specimen_disk_with_ring(
+        options.specimen_radius_m,
+        rings,
+        0.0,
+        Some(options.pedestal_radius_m),
+    );
     let specimen_area_m2 = mesh.area();
     let topology = Topology::new(&mesh);
     let cloth = build_cloth(&mesh, &topology, fabric);
     let n = mesh.positions.len();
     let start_y = options.collision_thickness_m;
+    // The clamped vertices: on or inside the pedestal's radius (the ring on its edge included).
+    let clamp_radius_m = options.pedestal_radius_m * (1.0 + 1.0e-5);
+    let clamped: Vec<bool> = mesh
+        .positions
+        .iter()
+        .map(|p| options.clamped && Vec2::new(p.x, p.z).length() <= clamp_radius_m)
+        .collect();
     let start: Vec<Vec3> = (0..n)
         .map(|i| {
             let p = mesh.positions[i];
-            Vec3::new(
-                p.x,
-                start_y + options.perturbation_m * (1.0 + jitter(i as u32)) * 0.5,
-                p.z,
-            )
+            let jitter_m = if clamped[i] {
+                0.0
+            } else {
+                options.perturbation_m * (1.0 + jitter(i as u32)) * 0.5
+            };
+            Vec3::new(p.x, start_y + jitter_m, p.z)
+        })
+        .collect();
+    let pins = (0..n)
+        .filter(|&i| clamped[i])
+        .map(|i| Pin {
+            particle: i as u32,
+            target_m: start[i],
         })
         .collect();
     let model = ClothModel {
@@ -527,6 +588,7 @@ pub fn cusick_test(fabric: &Fabric, options: &CusickOptions) -> Result<CusickRes
         stretch: cloth.stretch,
         shear: cloth.shear,
         bend: cloth.bend,
+        pins,
         ..Default::default()
     };
     let settings = SolverSettings {
@@ -746,6 +808,46 @@ mod tests {
         assert!(topo.non_manifold_edges.is_empty());
         // The boundary is exactly the outer ring.
         assert_eq!(topo.boundary_edges.len(), 6 * 12);
+    }
+
+    #[test]
+    fn ringed_disk_has_a_ring_on_the_pedestal_edge_at_every_resolution() {
+        for rings in [13u32, 18, 25, 36, 51] {
+            let even = specimen_disk(0.15, rings, 0.0);
+            let m = specimen_disk_with_ring(0.15, rings, 0.0, Some(0.09));
+            m.validate().unwrap();
+            assert_eq!(m.positions.len(), even.positions.len());
+            assert_eq!(m.indices, even.indices, "same connectivity");
+            let radius = |p: &Vec3| Vec2::new(p.x, p.z).length();
+            // A whole ring of 6k vertices lies on the edge, the rim stays at the specimen's.
+            let on_edge = m
+                .positions
+                .iter()
+                .filter(|p| (radius(p) - 0.09).abs() < 1e-6)
+                .count();
+            assert!(on_edge >= 6 && on_edge % 6 == 0, "{rings} rings: {on_edge}");
+            let rim = m.positions.iter().map(radius).fold(0.0, Real::max);
+            assert!((rim - 0.15).abs() < 1e-6);
+            // Triangles keep their shape: the two spacings are within one ring of each other.
+            let q = crate::proxy::ProxyQuality::measure(&m);
+            let q_even = crate::proxy::ProxyQuality::measure(&even);
+            assert_eq!(q.degenerate_triangles, 0);
+            assert!(
+                q.min_angle_deg > 0.9 * q_even.min_angle_deg,
+                "{rings} rings: min angle {} against {}",
+                q.min_angle_deg,
+                q_even.min_angle_deg
+            );
+            for t in &m.indices {
+                let [a, b, c] = t.map(|i| m.positions[i as usize]);
+                assert!((b - a).cross(c - a).y > 0.0, "triangle {t:?} faces down");
+            }
+        }
+        // No room on one side: evenly spaced rings.
+        assert_eq!(
+            specimen_disk_with_ring(0.15, 1, 0.0, Some(0.09)).positions,
+            specimen_disk(0.15, 1, 0.0).positions
+        );
     }
 
     #[test]

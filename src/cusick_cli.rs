@@ -34,6 +34,10 @@ pub struct DrapeTestArgs {
     /// Amplitude of a small deterministic vertical jitter of the flat start, in m (default 0).
     #[arg(long, default_value_t = 0.0)]
     perturbation: f32,
+    /// Let the specimen rest on the pedestal alone instead of clamping it under an upper disc
+    /// of the pedestal's size, as the standard's instrument does.
+    #[arg(long)]
+    unclamped: bool,
 }
 
 /// Runs the drape test and prints the drape coefficient and the figures behind it.
@@ -58,6 +62,7 @@ pub fn run(args: DrapeTestArgs) -> Result<(), String> {
         } else {
             StretchSolve::Sweep
         },
+        clamped: !args.unclamped,
         ..CusickOptions::default()
     };
     let r = cusick_test(&fabric, &options).map_err(|e| format!("{}: {e}", args.preset))?;

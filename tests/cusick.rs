@@ -42,6 +42,25 @@ fn run(fabric: &Fabric) -> CusickResult {
         fabric.name,
         r.max_stretch * 100.0
     );
+    // The clamp (the standard's upper disc) holds everything on and inside the pedestal's
+    // edge flat at the collision thickness; outside it the fabric hangs below.
+    let clamped = r
+        .positions
+        .iter()
+        .filter(|p| p.x.hypot(p.z) <= PEDESTAL_RADIUS_M * (1.0 + 1.0e-5))
+        .inspect(|p| {
+            assert!(
+                (p.y - 1.0e-3).abs() < 1.0e-6,
+                "{}: clamped {p:?} moved",
+                fabric.name
+            )
+        })
+        .count();
+    assert!(
+        clamped > r.vertices / 3,
+        "{}: {clamped} clamped",
+        fabric.name
+    );
     // Nothing may end inside the pedestal (the collision thickness is 1 mm).
     for p in &r.positions {
         let inside = p.y < -1.0e-3 && p.x.hypot(p.z) < PEDESTAL_RADIUS_M - 1.0e-3;
