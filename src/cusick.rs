@@ -112,6 +112,8 @@ pub struct CusickOptions {
     pub damping_per_s: Option<Real>,
     /// How the stretch constraints are solved ([`SolverSettings::stretch_solve`]).
     pub stretch_solve: StretchSolve,
+    /// How the bending constraints are solved ([`SolverSettings::bend_solve`]).
+    pub bend_solve: StretchSolve,
     /// Clamp the specimen between the pedestal and an upper disc of the same radius, as the
     /// standard's instrument does (true), or let it rest on the pedestal alone (false). The
     /// specimen vertices on and inside the pedestal's radius are then held where they start.
@@ -136,6 +138,7 @@ impl Default for CusickOptions {
             perturbation_m: 0.0,
             damping_per_s: Some(2.0),
             stretch_solve: StretchSolve::Sweep,
+            bend_solve: StretchSolve::Sweep,
             clamped: true,
         }
     }
@@ -597,6 +600,7 @@ pub fn cusick_test(fabric: &Fabric, options: &CusickOptions) -> Result<CusickRes
         collision_thickness_m: options.collision_thickness_m,
         contact_margin_m: options.contact_margin_m,
         stretch_solve: options.stretch_solve,
+        bend_solve: options.bend_solve,
         ..Default::default()
     };
     let pedestal = BodyCollider::new(&pedestal_mesh(

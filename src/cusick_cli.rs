@@ -31,6 +31,10 @@ pub struct DrapeTestArgs {
     /// of edge by edge (the solver setting `stretch_solve: Global`).
     #[arg(long)]
     global_stretch: bool,
+    /// Solve the bending constraints all at once (conjugate gradients) in every sweep instead
+    /// of hinge by hinge (the solver setting `bend_solve: Global`).
+    #[arg(long)]
+    global_bend: bool,
     /// Amplitude of a small deterministic vertical jitter of the flat start, in m (default 0).
     #[arg(long, default_value_t = 0.0)]
     perturbation: f32,
@@ -58,6 +62,11 @@ pub fn run(args: DrapeTestArgs) -> Result<(), String> {
         damping_per_s: args.damping.or(CusickOptions::default().damping_per_s),
         perturbation_m: args.perturbation,
         stretch_solve: if args.global_stretch {
+            StretchSolve::Global
+        } else {
+            StretchSolve::Sweep
+        },
+        bend_solve: if args.global_bend {
             StretchSolve::Global
         } else {
             StretchSolve::Sweep

@@ -55,7 +55,7 @@ use crate::constraints::{
     friction_correction, solve_attachment, solve_bend, solve_contact, solve_distance, solve_shear,
     solve_tether, Attachment, Bend, Distance, Outcome, Shear, Tether,
 };
-use crate::global_stretch::GlobalStretch;
+use crate::global_stretch::{GlobalBend, GlobalStretch};
 use crate::math::{Real, Vec3};
 use crate::self_collision::SelfCollision;
 
@@ -118,9 +118,16 @@ pub struct SolverSettings {
     /// ([`StretchSolve::Global`], see [`crate::global_stretch`]), which holds stiff fabrics to
     /// their real stretch whatever the substeps and the resolution, at a higher cost per sweep.
     pub stretch_solve: StretchSolve,
+    /// How the bending constraints are projected in each sweep: one Gauss–Seidel pass
+    /// ([`StretchSolve::Sweep`], the default) or all hinges together by conjugate gradients
+    /// ([`StretchSolve::Global`], [`crate::global_stretch::GlobalBend`]). On fine meshes the
+    /// sweep needs substeps in proportion to the vertex count to converge the bending
+    /// (tests/cantilever.rs); the global solve does not.
+    pub bend_solve: StretchSolve,
 }
 
-/// How the stretch constraints are projected ([`SolverSettings::stretch_solve`]).
+/// How a constraint kind is projected ([`SolverSettings::stretch_solve`],
+/// [`SolverSettings::bend_solve`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub enum StretchSolve {
     /// One Gauss–Seidel pass per sweep, edge by edge (over-relaxed by
@@ -152,6 +159,7 @@ impl Default for SolverSettings {
             parallel: true,
             parallel_projection: false,
             stretch_solve: StretchSolve::Sweep,
+            bend_solve: StretchSolve::Sweep,
         }
     }
 }
@@ -483,6 +491,9 @@ pub struct FrameReport {
     /// Conjugate-gradient iterations of the global stretch solve over the frame (0 with
     /// [`StretchSolve::Sweep`]).
     pub stretch_cg_iterations: u64,
+    /// Conjugate-gradient iterations of the global bending solve over the frame (0 with
+    /// [`StretchSolve::Sweep`]).
+    pub bend_cg_iterations: u64,
 }
 
 /// The XPBD solver.
@@ -526,6 +537,7 @@ pub struct Solver {
     batches: Option<Batches>,
     /// The buffers of the global stretch solve ([`StretchSolve::Global`]).
     global_stretch: GlobalStretch,
+    global_bend: GlobalBend,
 }
 
 /// The batches of `model.stretch`, `shear` and `bend` (each reordered into batch order).
@@ -915,6 +927,7 @@ impl Solver {
             times: StageTimes::default(),
             batches,
             global_stretch: GlobalStretch::default(),
+            global_bend: GlobalBend::default(),
         })
     }
 
@@ -1206,6 +1219,7 @@ impl Solver {
             times,
             batches,
             global_stretch,
+            global_bend,
             ..
         } = self;
 
@@ -1317,7 +1331,7 @@ impl Solver {
                 report.degenerate += g.degenerate as u64;
                 report.stretch_cg_iterations += g.iterations as u64;
                 if last {
-                    report.max_residual_m = g.max_violation_m;
+                    report.max_residual_m = g.max_violation;
                 }
             }
             let xs = SharedSlice::new(x);
@@ -1395,10 +1409,14 @@ impl Solver {
                     SweepCounts::default()
                 },
             );
+            let global_bending = settings.bend_solve == StretchSolve::Global;
             let bend = project_kind(
-                &model.bend,
+                if global_bending { &[] } else { &model.bend },
                 lambda_bend,
-                batches.as_ref().map(|b| &b.bend),
+                batches
+                    .as_ref()
+                    .filter(|_| !global_bending)
+                    .map(|b| &b.bend),
                 reverse,
                 xs,
                 |c, l, x| {
@@ -1423,6 +1441,11 @@ impl Solver {
                     SweepCounts::default()
                 },
             );
+            if global_bending {
+                let g = global_bend.solve(x, w, &model.bend, lambda_bend, h, it as usize);
+                report.degenerate += g.degenerate as u64;
+                report.bend_cg_iterations += g.iterations as u64;
+            }
             report.degenerate += stretch.degenerate + shear.degenerate + bend.degenerate;
             for (c, l) in contacts.iter().zip(lambda_contact.iter_mut()) {
                 let i = c.particle as usize;
