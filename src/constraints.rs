@@ -145,6 +145,27 @@ pub fn shear_rest_inverse(rest: [Vec3; 3], warp: Vec3) -> Option<[Real; 4]> {
     Some([d / det, -b / det, -c / det, a / det])
 }
 
+/// A triangle's shear strain `C = f_u · f_v` (see [`Shear`]) and its gradients, or `None` for
+/// a (near) zero-area triangle.
+#[inline]
+pub fn shear_strain_and_gradient(
+    p: [Vec3; 3],
+    rest_inverse: [Real; 4],
+) -> Option<(Real, [Vec3; 3])> {
+    let [d00, d01, d10, d11] = rest_inverse;
+    let e1 = p[1] - p[0];
+    let e2 = p[2] - p[0];
+    if e1.cross(e2).length_squared() < DEGENERATE_AREA2_SQ {
+        return None;
+    }
+    let fu = e1 * d00 + e2 * d10;
+    let fv = e1 * d01 + e2 * d11;
+    // ∂C/∂x₁ = d00·f_v + d01·f_u ; ∂C/∂x₂ = d10·f_v + d11·f_u ; ∂C/∂x₀ = −(sum).
+    let g1 = fv * d00 + fu * d01;
+    let g2 = fv * d10 + fu * d11;
+    Some((fu.dot(fv), [-(g1 + g2), g1, g2]))
+}
+
 /// Projects a triangle's shear constraint `C = f_u · f_v` (see [`Shear`]).
 ///
 /// `alpha` is the compliance, (N·m)⁻¹.
@@ -157,19 +178,9 @@ pub fn solve_shear(
     h: Real,
     lambda: &mut Real,
 ) -> Outcome<3> {
-    let [d00, d01, d10, d11] = rest_inverse;
-    let e1 = p[1] - p[0];
-    let e2 = p[2] - p[0];
-    if e1.cross(e2).length_squared() < DEGENERATE_AREA2_SQ {
+    let Some((c, [g0, g1, g2])) = shear_strain_and_gradient(p, rest_inverse) else {
         return Outcome::Degenerate;
-    }
-    let fu = e1 * d00 + e2 * d10;
-    let fv = e1 * d01 + e2 * d11;
-    let c = fu.dot(fv);
-    // ∂C/∂x₁ = d00·f_v + d01·f_u ; ∂C/∂x₂ = d10·f_v + d11·f_u ; ∂C/∂x₀ = −(sum).
-    let g1 = fv * d00 + fu * d01;
-    let g2 = fv * d10 + fu * d11;
-    let g0 = -(g1 + g2);
+    };
     let grad_w =
         w[0] * g0.length_squared() + w[1] * g1.length_squared() + w[2] * g2.length_squared();
     let Some(dl) = delta_lambda(c, grad_w, alpha / (h * h), *lambda) else {

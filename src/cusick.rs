@@ -114,6 +114,8 @@ pub struct CusickOptions {
     pub stretch_solve: StretchSolve,
     /// How the bending constraints are solved ([`SolverSettings::bend_solve`]).
     pub bend_solve: StretchSolve,
+    /// How the shear constraints are solved ([`SolverSettings::shear_solve`]).
+    pub shear_solve: StretchSolve,
     /// Clamp the specimen between the pedestal and an upper disc of the same radius, as the
     /// standard's instrument does (true), or let it rest on the pedestal alone (false). The
     /// specimen vertices on and inside the pedestal's radius are then held where they start.
@@ -139,6 +141,7 @@ impl Default for CusickOptions {
             damping_per_s: Some(2.0),
             stretch_solve: StretchSolve::Sweep,
             bend_solve: StretchSolve::Sweep,
+            shear_solve: StretchSolve::Sweep,
             clamped: true,
         }
     }
@@ -601,6 +604,7 @@ pub fn cusick_test(fabric: &Fabric, options: &CusickOptions) -> Result<CusickRes
         contact_margin_m: options.contact_margin_m,
         stretch_solve: options.stretch_solve,
         bend_solve: options.bend_solve,
+        shear_solve: options.shear_solve,
         ..Default::default()
     };
     let pedestal = BodyCollider::new(&pedestal_mesh(

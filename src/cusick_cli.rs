@@ -35,6 +35,10 @@ pub struct DrapeTestArgs {
     /// of hinge by hinge (the solver setting `bend_solve: Global`).
     #[arg(long)]
     global_bend: bool,
+    /// Solve the shear constraints all at once (conjugate gradients) in every sweep instead
+    /// of triangle by triangle (the solver setting `shear_solve: Global`).
+    #[arg(long)]
+    global_shear: bool,
     /// Amplitude of a small deterministic vertical jitter of the flat start, in m (default 0).
     #[arg(long, default_value_t = 0.0)]
     perturbation: f32,
@@ -67,6 +71,11 @@ pub fn run(args: DrapeTestArgs) -> Result<(), String> {
             StretchSolve::Sweep
         },
         bend_solve: if args.global_bend {
+            StretchSolve::Global
+        } else {
+            StretchSolve::Sweep
+        },
+        shear_solve: if args.global_shear {
             StretchSolve::Global
         } else {
             StretchSolve::Sweep

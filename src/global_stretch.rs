@@ -34,11 +34,14 @@
 //! The same step applies to any constraint whose `C` and gradient can be evaluated at the
 //! current positions ([`GlobalRow`]): [`GlobalSolve<2>`] over the stretch edges
 //! ([`GlobalStretch`]) and [`GlobalSolve<4>`] over the dihedral bending hinges
-//! ([`GlobalBend`]). Bending needs it as much as stretch on fine meshes: its operator is fourth
+//! ([`GlobalBend`]), and [`GlobalSolve<3>`] over the triangles' shear ([`GlobalShear`]).
+//! Bending needs it as much as stretch on fine meshes: its operator is fourth
 //! order, so one Gauss–Seidel pass carries a bending load about one hinge, and the substeps a
 //! sweep needs grow with the vertex count instead of its square root (tests/cantilever.rs).
 
-use crate::constraints::{dihedral_angle_and_gradient, wrap_angle, Bend, Distance};
+use crate::constraints::{
+    dihedral_angle_and_gradient, shear_strain_and_gradient, wrap_angle, Bend, Distance, Shear,
+};
 use crate::math::{Real, Vec3, DEGENERATE_LENGTH_SQ};
 
 /// A constraint the global solve can take: `K` particles, a compliance, and its value and
@@ -86,10 +89,25 @@ impl GlobalRow<4> for Bend {
     }
 }
 
+impl GlobalRow<3> for Shear {
+    fn particles(&self) -> [usize; 3] {
+        self.particles.map(|i| i as usize)
+    }
+    fn compliance(&self) -> Real {
+        self.compliance_per_n_m
+    }
+    fn linearise(&self, x: &[Vec3]) -> Option<(Real, [Vec3; 3])> {
+        let p = GlobalRow::particles(self).map(|i| x[i]);
+        shear_strain_and_gradient(p, self.rest_inverse)
+    }
+}
+
 /// The global solve over the stretch edges.
 pub type GlobalStretch = GlobalSolve<2>;
 /// The global solve over the bending hinges.
 pub type GlobalBend = GlobalSolve<4>;
+/// The global solve over the triangles' shear.
+pub type GlobalShear = GlobalSolve<3>;
 
 /// Default relative residual at which the conjugate gradients stop.
 pub const DEFAULT_TOLERANCE: Real = 1.0e-3;
@@ -414,6 +432,39 @@ mod tests {
         }
         assert!((lambda[0] - l).abs() < 1e-6 * l.abs().max(1.0));
         assert!(l != 0.0);
+    }
+
+    #[test]
+    fn one_triangle_matches_the_per_constraint_shear_projection() {
+        // A right triangle sheared by 0.2 (its third vertex moved along the warp).
+        let rest = [
+            Vec3::ZERO,
+            Vec3::new(0.01, 0.0, 0.0),
+            Vec3::new(0.0, 0.0, 0.01),
+        ];
+        let inv = crate::constraints::shear_rest_inverse(rest, Vec3::X).unwrap();
+        let x0 = vec![rest[0], rest[1], rest[2] + Vec3::new(0.002, 0.0, 0.0)];
+        let w = [0.0, 60.0, 60.0];
+        let t = Shear {
+            particles: [0, 1, 2],
+            rest_inverse: inv,
+            compliance_per_n_m: 5.0e2,
+        };
+        let h = 1.0 / 240.0;
+        let mut x = x0.clone();
+        let mut lambda = [0.0];
+        let report = GlobalShear::default().solve(&mut x, &w, &[t], &mut lambda, h, 0);
+        assert!(report.iterations >= 1 && (report.max_violation - 0.2).abs() < 1e-4);
+        let mut l = 0.0;
+        let crate::constraints::Outcome::Move(d) =
+            crate::constraints::solve_shear([x0[0], x0[1], x0[2]], w, inv, 5.0e2, h, &mut l)
+        else {
+            panic!("no move");
+        };
+        for k in 0..3 {
+            assert!((x[k] - (x0[k] + d[k])).length() < 1e-7, "particle {k}");
+        }
+        assert!((lambda[0] - l).abs() < 1e-6 * l.abs().max(1.0) && l != 0.0);
     }
 
     #[test]

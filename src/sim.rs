@@ -55,7 +55,7 @@ use crate::constraints::{
     friction_correction, solve_attachment, solve_bend, solve_contact, solve_distance, solve_shear,
     solve_tether, Attachment, Bend, Distance, Outcome, Shear, Tether,
 };
-use crate::global_stretch::{GlobalBend, GlobalStretch};
+use crate::global_stretch::{GlobalBend, GlobalShear, GlobalStretch};
 use crate::math::{Real, Vec3};
 use crate::self_collision::SelfCollision;
 
@@ -124,6 +124,10 @@ pub struct SolverSettings {
     /// sweep needs substeps in proportion to the vertex count to converge the bending
     /// (tests/cantilever.rs); the global solve does not.
     pub bend_solve: StretchSolve,
+    /// How the shear constraints are projected in each sweep: one Gauss–Seidel pass
+    /// ([`StretchSolve::Sweep`], the default) or all triangles together by conjugate gradients
+    /// ([`StretchSolve::Global`], [`crate::global_stretch::GlobalShear`]).
+    pub shear_solve: StretchSolve,
 }
 
 /// How a constraint kind is projected ([`SolverSettings::stretch_solve`],
@@ -160,6 +164,7 @@ impl Default for SolverSettings {
             parallel_projection: false,
             stretch_solve: StretchSolve::Sweep,
             bend_solve: StretchSolve::Sweep,
+            shear_solve: StretchSolve::Sweep,
         }
     }
 }
@@ -494,6 +499,9 @@ pub struct FrameReport {
     /// Conjugate-gradient iterations of the global bending solve over the frame (0 with
     /// [`StretchSolve::Sweep`]).
     pub bend_cg_iterations: u64,
+    /// Conjugate-gradient iterations of the global shear solve over the frame (0 with
+    /// [`StretchSolve::Sweep`]).
+    pub shear_cg_iterations: u64,
 }
 
 /// The XPBD solver.
@@ -538,6 +546,7 @@ pub struct Solver {
     /// The buffers of the global stretch solve ([`StretchSolve::Global`]).
     global_stretch: GlobalStretch,
     global_bend: GlobalBend,
+    global_shear: GlobalShear,
 }
 
 /// The batches of `model.stretch`, `shear` and `bend` (each reordered into batch order).
@@ -928,6 +937,7 @@ impl Solver {
             batches,
             global_stretch: GlobalStretch::default(),
             global_bend: GlobalBend::default(),
+            global_shear: GlobalShear::default(),
         })
     }
 
@@ -1220,6 +1230,7 @@ impl Solver {
             batches,
             global_stretch,
             global_bend,
+            global_shear,
             ..
         } = self;
 
@@ -1381,10 +1392,14 @@ impl Solver {
             if last && !global {
                 report.max_residual_m = stretch.max_residual_m;
             }
+            let global_shearing = settings.shear_solve == StretchSolve::Global;
             let shear = project_kind(
-                &model.shear,
+                if global_shearing { &[] } else { &model.shear },
                 lambda_shear,
-                batches.as_ref().map(|b| &b.shear),
+                batches
+                    .as_ref()
+                    .filter(|_| !global_shearing)
+                    .map(|b| &b.shear),
                 reverse,
                 xs,
                 |c, l, x| {
@@ -1441,6 +1456,11 @@ impl Solver {
                     SweepCounts::default()
                 },
             );
+            if global_shearing {
+                let g = global_shear.solve(x, w, &model.shear, lambda_shear, h, it as usize);
+                report.degenerate += g.degenerate as u64;
+                report.shear_cg_iterations += g.iterations as u64;
+            }
             if global_bending {
                 let g = global_bend.solve(x, w, &model.bend, lambda_bend, h, it as usize);
                 report.degenerate += g.degenerate as u64;
