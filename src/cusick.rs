@@ -120,6 +120,9 @@ pub struct CusickOptions {
     /// standard's instrument does (true), or let it rest on the pedestal alone (false). The
     /// specimen vertices on and inside the pedestal's radius are then held where they start.
     pub clamped: bool,
+    /// Mesh the specimen with scattered vertices ([`specimen_disk_scattered`]) instead of
+    /// concentric rings ([`specimen_disk_with_ring`]).
+    pub scattered_mesh: bool,
 }
 
 impl Default for CusickOptions {
@@ -143,6 +146,7 @@ impl Default for CusickOptions {
             bend_solve: StretchSolve::Sweep,
             shear_solve: StretchSolve::Sweep,
             clamped: true,
+            scattered_mesh: false,
         }
     }
 }
@@ -413,6 +417,126 @@ pub fn specimen_disk_with_ring(
     mesh
 }
 
+/// A disk of radius `radius_m` (m) in the plane `y = height_m` with about `vertices` vertices
+/// scattered without any rotational structure: one ring of vertices exactly on the circle of
+/// radius `ring_radius_m` (the pedestal's edge), one on the rim, and the rest placed by
+/// Mitchell's best-candidate sampling (each new point the farthest of 12 pseudo-random
+/// candidates from those already placed, deterministic for a `seed`), then triangulated by
+/// Delaunay ([`spade`]). The rings of [`specimen_disk`] carry `6k` vertices, a six-fold texture
+/// that may favour six folds; this mesh has none. UVs and normals as in [`specimen_disk`].
+pub fn specimen_disk_scattered(
+    radius_m: Real,
+    ring_radius_m: Real,
+    vertices: usize,
+    height_m: Real,
+    seed: u32,
+) -> Mesh {
+    use spade::{DelaunayTriangulation, Point2, Triangulation};
+    let big_r = radius_m as f64;
+    let small_r = (ring_radius_m as f64).clamp(0.0, big_r);
+    // Edge length of an equilateral mesh of `vertices` vertices on the disk.
+    let h = (std::f64::consts::PI * big_r * big_r / (vertices.max(7) as f64 * 0.866)).sqrt();
+    let mut points: Vec<[f64; 2]> = Vec::new();
+    for r in [small_r, big_r] {
+        let n = ((std::f64::consts::TAU * r / h).round() as usize).max(6);
+        for j in 0..n {
+            let a = std::f64::consts::TAU * j as f64 / n as f64;
+            points.push([r * a.cos(), r * a.sin()]);
+        }
+    }
+    // A uniform grid of cells of size h over the disk for the nearest-point queries.
+    let cells = ((2.0 * big_r / h).ceil() as usize).max(1);
+    let cell_of = |p: [f64; 2]| {
+        let f = |v: f64| (((v + big_r) / h) as usize).min(cells - 1);
+        (f(p[0]), f(p[1]))
+    };
+    let mut grid: Vec<Vec<usize>> = vec![Vec::new(); cells * cells];
+    for (i, p) in points.iter().enumerate() {
+        let (cx, cy) = cell_of(*p);
+        grid[cy * cells + cx].push(i);
+    }
+    let nearest2 = |points: &[[f64; 2]], grid: &[Vec<usize>], p: [f64; 2]| -> f64 {
+        let (cx, cy) = cell_of(p);
+        let mut best = f64::MAX;
+        for ring in 0..cells {
+            let (x0, x1) = (cx.saturating_sub(ring), (cx + ring).min(cells - 1));
+            let (y0, y1) = (cy.saturating_sub(ring), (cy + ring).min(cells - 1));
+            for y in y0..=y1 {
+                for x in x0..=x1 {
+                    if x != x0 && x != x1 && y != y0 && y != y1 {
+                        continue;
+                    }
+                    for &i in &grid[y * cells + x] {
+                        let q = points[i];
+                        best = best.min((q[0] - p[0]).powi(2) + (q[1] - p[1]).powi(2));
+                    }
+                }
+            }
+            // Anything in a farther ring of cells is at least `ring·h` away.
+            if best < (ring as f64 * h).powi(2) {
+                break;
+            }
+        }
+        best
+    };
+    let mut state = seed.wrapping_mul(0x9E37_79B9) ^ 0x5851_F42D;
+    let mut next = || {
+        state ^= state << 13;
+        state ^= state >> 17;
+        state ^= state << 5;
+        state as f64 / u32::MAX as f64
+    };
+    let target = vertices.max(points.len() + 1);
+    while points.len() < target {
+        let mut best = ([0.0, 0.0], -1.0);
+        for _ in 0..12 {
+            // Uniform in the disk, kept half a spacing inside the rim and off the edge ring.
+            let (u, v) = (next(), next());
+            let r = (big_r - 0.5 * h) * u.sqrt();
+            let a = std::f64::consts::TAU * v;
+            let p = [r * a.cos(), r * a.sin()];
+            if (r - small_r).abs() < 0.5 * h {
+                continue;
+            }
+            let d = nearest2(&points, &grid, p);
+            if d > best.1 {
+                best = (p, d);
+            }
+        }
+        if best.1 < 0.0 {
+            continue;
+        }
+        let (cx, cy) = cell_of(best.0);
+        grid[cy * cells + cx].push(points.len());
+        points.push(best.0);
+    }
+    let triangulation: DelaunayTriangulation<Point2<f64>> =
+        DelaunayTriangulation::bulk_load_stable(
+            points.iter().map(|p| Point2::new(p[0], p[1])).collect(),
+        )
+        .expect("finite, distinct points");
+    let positions: Vec<Vec3> = points
+        .iter()
+        .map(|p| Vec3::new(p[0] as Real, height_m, p[1] as Real))
+        .collect();
+    let indices: Vec<[u32; 3]> = triangulation
+        .inner_faces()
+        .map(|f| {
+            let [a, b, c] = f.vertices().map(|v| v.fix().index() as u32);
+            // Counter-clockwise in (x, z) is clockwise seen from +Y: swap for a +Y normal.
+            [a, c, b]
+        })
+        .collect();
+    let uvs = positions
+        .iter()
+        .map(|p| Vec2::new(0.5 * (p.x / radius_m + 1.0), 0.5 * (p.z / radius_m + 1.0)))
+        .collect();
+    let mut mesh = Mesh::new("cusick specimen (scattered)", positions, indices);
+    mesh.uvs = Some(uvs);
+    mesh.normals = Some(vec![Vec3::Y; mesh.positions.len()]);
+    mesh
+}
+
 /// A closed cylinder of radius `radius_m` (m) with its top face at `y = 0` and its bottom at
 /// `y = −height_m`, counter-clockwise seen from outside (a positive volume): the pedestal of the
 /// drape test.
@@ -550,12 +674,22 @@ pub fn cusick_test(fabric: &Fabric, options: &CusickOptions) -> Result<CusickRes
     options.validate()?;
     fabric.validate()?;
     let rings = rings_for_vertices(options.vertices);
-    let mut mesh = specimen_disk_with_ring(
-        options.specimen_radius_m,
-        rings,
-        0.0,
-        Some(options.pedestal_radius_m),
-    );
+    let mut mesh = if options.scattered_mesh {
+        specimen_disk_scattered(
+            options.specimen_radius_m,
+            options.pedestal_radius_m,
+            options.vertices,
+            0.0,
+            1,
+        )
+    } else {
+        specimen_disk_with_ring(
+            options.specimen_radius_m,
+            rings,
+            0.0,
+            Some(options.pedestal_radius_m),
+        )
+    };
     let specimen_area_m2 = mesh.area();
     let topology = Topology::new(&mesh);
     let cloth = build_cloth(&mesh, &topology, fabric);
@@ -856,6 +990,43 @@ mod tests {
             specimen_disk_with_ring(0.15, 1, 0.0, Some(0.09)).positions,
             specimen_disk(0.15, 1, 0.0).positions
         );
+    }
+
+    #[test]
+    fn scattered_disk_is_a_clean_disk_with_the_edge_ring() {
+        for target in [547usize, 1951] {
+            let m = specimen_disk_scattered(0.15, 0.09, target, 0.0, 1);
+            m.validate().unwrap();
+            assert_eq!(m.positions.len(), target);
+            assert_eq!(
+                m,
+                specimen_disk_scattered(0.15, 0.09, target, 0.0, 1),
+                "deterministic"
+            );
+            for t in &m.indices {
+                let [a, b, c] = t.map(|i| m.positions[i as usize]);
+                assert!((b - a).cross(c - a).y > 0.0, "triangle {t:?} faces down");
+            }
+            let topo = Topology::new(&m);
+            assert!(topo.non_manifold_edges.is_empty());
+            let radius = |p: &Vec3| Vec2::new(p.x, p.z).length();
+            // The boundary is the rim; a ring of vertices lies on the pedestal's edge.
+            for &e in &topo.boundary_edges {
+                for i in topo.edges[e as usize] {
+                    assert!((radius(&m.positions[i as usize]) - 0.15).abs() < 1e-6);
+                }
+            }
+            let on_edge = (m.positions.iter())
+                .filter(|p| (radius(p) - 0.09).abs() < 1e-6)
+                .count();
+            assert!(on_edge >= 20, "{on_edge}");
+            let area = m.area() as f64;
+            let disk = std::f64::consts::PI * 0.15 * 0.15;
+            assert!((area / disk - 1.0).abs() < 0.005, "{area}");
+            let q = crate::proxy::ProxyQuality::measure(&m);
+            assert_eq!(q.degenerate_triangles, 0);
+            assert!(q.min_angle_deg > 10.0, "min angle {}", q.min_angle_deg);
+        }
     }
 
     #[test]

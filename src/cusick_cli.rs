@@ -46,6 +46,9 @@ pub struct DrapeTestArgs {
     /// of the pedestal's size, as the standard's instrument does.
     #[arg(long)]
     unclamped: bool,
+    /// Mesh the specimen with scattered vertices (Delaunay) instead of concentric rings.
+    #[arg(long)]
+    scattered: bool,
 }
 
 /// Runs the drape test and prints the drape coefficient and the figures behind it.
@@ -81,6 +84,7 @@ pub fn run(args: DrapeTestArgs) -> Result<(), String> {
             StretchSolve::Sweep
         },
         clamped: !args.unclamped,
+        scattered_mesh: args.scattered,
         ..CusickOptions::default()
     };
     let r = cusick_test(&fabric, &options).map_err(|e| format!("{}: {e}", args.preset))?;
