@@ -272,8 +272,9 @@ fn drape_coefficient_is_within_8_percent_on_500_and_1000_vertex_specimens() {
 #[test]
 #[ignore = "fails the issue's 3 %: cotton shirting (clamped) at 1027, 1951 and 3997 vertices \
             (40, 57, 80 substeps, 6 s) gives DC 0.622, 0.651 and 0.661, and with the global \
-            stretch solve 0.713, 0.697 and 0.746: the coefficient still rises with the \
-            resolution (docs/cusick.md, 'Why it spreads'); about twelve minutes in release"]
+            stretch solve 0.713, 0.697 and 0.746; one specimen's fold pattern moves it as much \
+            as the resolution does, so the check has to average specimens (docs/cusick.md, \
+            'A specimen without rings'); about twelve minutes in release"]
 fn drape_coefficient_is_the_same_on_1k_to_8k_specimens() {
     let dc = drape_coefficients("cotton_shirting", &[1000, 2000, 4000, 8000], 40, 6.0);
     assert!(spread(&dc) <= 0.03, "cotton drape coefficients {dc:?}");
