@@ -22,7 +22,7 @@ use drape::bake::{bake, BakeOptions, LoadedScene};
 use drape::demo::{write_demo, DemoScene};
 use drape::math::Vec3;
 use drape::self_collision::{Aabb, SelfCollision, SpatialHash};
-use drape::sim::Solver;
+use drape::sim::{Solver, SELF_MARGIN_FRACTION};
 use parry3d::bounding_volume::Aabb as ParryAabb;
 use parry3d::partitioning::{Bvh, BvhBuildStrategy};
 
@@ -176,7 +176,7 @@ fn broad_phase(c: &mut Criterion) {
         settings.self_collision_thickness_m,
         settings
             .contact_margin_m
-            .min(0.5 * settings.self_collision_thickness_m),
+            .min(SELF_MARGIN_FRACTION * settings.self_collision_thickness_m),
     );
     sc.find_contacts(&x, &x1, inv_mass, &model.positions);
     if let Some(n) = contact_iters() {

@@ -708,7 +708,7 @@ impl SubstepFailure {
 /// The cloth–cloth search reaches beyond the thickness by the contact margin, at most this
 /// fraction of the self-collision thickness: on a fine mesh a wide reach brings every vertex
 /// near dozens of triangles that can never touch it, each a narrow-phase test per substep.
-const SELF_MARGIN_FRACTION: Real = 0.5;
+pub const SELF_MARGIN_FRACTION: Real = 0.5;
 
 /// Fastest speed at which the artist's drag point follows the mouse (m/s).
 pub const DRAG_SPEED_M_PER_S: Real = 2.0;

@@ -85,6 +85,17 @@ fn add_garment(model: &mut ClothModel, mesh: &Mesh, layer: i32) {
     model.layer.extend(vec![layer; n]);
 }
 
+/// Pins `particles` of `model` where they are (their rest positions).
+fn pin_in_place(model: &mut ClothModel, particles: impl IntoIterator<Item = u32>) {
+    model.pins = particles
+        .into_iter()
+        .map(|i| Pin {
+            particle: i,
+            target_m: model.positions[i as usize],
+        })
+        .collect();
+}
+
 fn settings(self_collision: bool) -> SolverSettings {
     SolverSettings {
         self_collision,
@@ -386,13 +397,7 @@ fn fast_square_does_not_pass_through_a_pinned_square() {
     add_garment(&mut model, &grid_cloth(0.4, n, 0.0), 0);
     add_garment(&mut model, &grid_cloth(0.2, 9, 0.03), 0);
     let corners = [0, n - 1, n * (n - 1), n * n - 1];
-    model.pins = corners
-        .iter()
-        .map(|&i| Pin {
-            particle: i,
-            target_m: model.positions[i as usize],
-        })
-        .collect();
+    pin_in_place(&mut model, corners);
     let mut solver = Solver::new(settings(true), model, None).unwrap();
     let first = (n * n) as usize;
     for v in &mut solver.particles_mut().v[first..] {
@@ -414,13 +419,7 @@ fn fast_square_passes_through_without_self_collision() {
     add_garment(&mut model, &grid_cloth(0.4, n, 0.0), 0);
     add_garment(&mut model, &grid_cloth(0.2, 9, 0.03), 0);
     let corners = [0, n - 1, n * (n - 1), n * n - 1];
-    model.pins = corners
-        .iter()
-        .map(|&i| Pin {
-            particle: i,
-            target_m: model.positions[i as usize],
-        })
-        .collect();
+    pin_in_place(&mut model, corners);
     let mut solver = Solver::new(settings(false), model, None).unwrap();
     let first = (n * n) as usize;
     for v in &mut solver.particles_mut().v[first..] {
@@ -491,12 +490,7 @@ fn flap_swings_through_sheet(frames: u32) -> (Vec<usize>, Vec<Vec3>, usize) {
     model.bend.clear();
     add_garment(&mut model, &sheet, 0);
     let n_flap = flap.positions.len();
-    model.pins = (0..n_flap as u32)
-        .map(|i| Pin {
-            particle: i,
-            target_m: model.positions[i as usize],
-        })
-        .collect();
+    pin_in_place(&mut model, 0..n_flap as u32);
     let s = SolverSettings {
         gravity_m_per_s2: [0.0; 3],
         ..settings(true)
@@ -566,12 +560,7 @@ fn square_on_slope(mu_lower: Real, mu_upper: Real, frames: u32) -> Vec<(Real, Re
     add_garment(&mut model, &lower, 0);
     add_garment(&mut model, &upper, 1);
     let n_lower = lower.positions.len();
-    model.pins = (0..n_lower as u32)
-        .map(|i| Pin {
-            particle: i,
-            target_m: model.positions[i as usize],
-        })
-        .collect();
+    pin_in_place(&mut model, 0..n_lower as u32);
     for (i, mu) in model.friction.iter_mut().enumerate() {
         *mu = if i < n_lower { mu_lower } else { mu_upper };
     }
