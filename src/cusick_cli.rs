@@ -51,6 +51,15 @@ pub struct DrapeTestArgs {
     scattered: bool,
 }
 
+/// The solve a `--global-…` flag asks for.
+fn solve_method(global: bool) -> StretchSolve {
+    if global {
+        StretchSolve::Global
+    } else {
+        StretchSolve::Sweep
+    }
+}
+
 /// Runs the drape test and prints the drape coefficient and the figures behind it.
 pub fn run(args: DrapeTestArgs) -> Result<(), String> {
     if !(7..=MAX_SPECIMEN_VERTICES).contains(&args.vertices) {
@@ -68,21 +77,9 @@ pub fn run(args: DrapeTestArgs) -> Result<(), String> {
         max_time_s: args.max_time,
         damping_per_s: args.damping.or(CusickOptions::default().damping_per_s),
         perturbation_m: args.perturbation,
-        stretch_solve: if args.global_stretch {
-            StretchSolve::Global
-        } else {
-            StretchSolve::Sweep
-        },
-        bend_solve: if args.global_bend {
-            StretchSolve::Global
-        } else {
-            StretchSolve::Sweep
-        },
-        shear_solve: if args.global_shear {
-            StretchSolve::Global
-        } else {
-            StretchSolve::Sweep
-        },
+        stretch_solve: solve_method(args.global_stretch),
+        bend_solve: solve_method(args.global_bend),
+        shear_solve: solve_method(args.global_shear),
         clamped: !args.unclamped,
         scattered_mesh: args.scattered,
         ..CusickOptions::default()
