@@ -123,6 +123,9 @@ pub struct CusickOptions {
     /// Mesh the specimen with scattered vertices ([`specimen_disk_scattered`]) instead of
     /// concentric rings ([`specimen_disk_with_ring`]).
     pub scattered_mesh: bool,
+    /// Seed of the specimen: which scattered mesh ([`specimen_disk_scattered`]) and which
+    /// perturbation pattern. Two seeds are two specimens cut from the same fabric.
+    pub seed: u32,
 }
 
 impl Default for CusickOptions {
@@ -147,6 +150,7 @@ impl Default for CusickOptions {
             shear_solve: StretchSolve::Sweep,
             clamped: true,
             scattered_mesh: false,
+            seed: 1,
         }
     }
 }
@@ -228,6 +232,9 @@ pub enum CusickError {
     /// The projected-area input is unusable.
     #[error("projected area: {0}")]
     AreaInput(&'static str),
+    /// The specimen could not be meshed.
+    #[error("specimen mesh: {0}")]
+    Specimen(&'static str),
 }
 
 impl CusickOptions {
@@ -430,9 +437,14 @@ pub fn specimen_disk_scattered(
     vertices: usize,
     height_m: Real,
     seed: u32,
-) -> Mesh {
+) -> Result<Mesh, CusickError> {
     use spade::{DelaunayTriangulation, Point2, Triangulation};
     let big_r = radius_m as f64;
+    if !(big_r.is_finite() && big_r > 0.0 && ring_radius_m.is_finite()) {
+        return Err(CusickError::Specimen(
+            "the radii must be finite and the disk's greater than 0",
+        ));
+    }
     let small_r = (ring_radius_m as f64).clamp(0.0, big_r);
     // Edge length of an equilateral mesh of `vertices` vertices on the disk.
     let h = (std::f64::consts::PI * big_r * big_r / (vertices.max(7) as f64 * 0.866)).sqrt();
@@ -479,7 +491,7 @@ pub fn specimen_disk_scattered(
         }
         best
     };
-    let mut state = seed.wrapping_mul(0x9E37_79B9) ^ 0x5851_F42D;
+    let mut state = (seed.wrapping_mul(0x9E37_79B9) ^ 0x5851_F42D).max(1);
     let mut next = || {
         state ^= state << 13;
         state ^= state >> 17;
@@ -514,7 +526,7 @@ pub fn specimen_disk_scattered(
         DelaunayTriangulation::bulk_load_stable(
             points.iter().map(|p| Point2::new(p[0], p[1])).collect(),
         )
-        .expect("finite, distinct points");
+        .map_err(|_| CusickError::Specimen("the scattered points could not be triangulated"))?;
     let positions: Vec<Vec3> = points
         .iter()
         .map(|p| Vec3::new(p[0] as Real, height_m, p[1] as Real))
@@ -534,7 +546,7 @@ pub fn specimen_disk_scattered(
     let mut mesh = Mesh::new("cusick specimen (scattered)", positions, indices);
     mesh.uvs = Some(uvs);
     mesh.normals = Some(vec![Vec3::Y; mesh.positions.len()]);
-    mesh
+    Ok(mesh)
 }
 
 /// A closed cylinder of radius `radius_m` (m) with its top face at `y = 0` and its bottom at
@@ -654,8 +666,10 @@ pub fn projected_area_m2(
     Ok((count as f64 * cell * cell) as Real)
 }
 
-/// A deterministic pseudo-random number in `[−1, 1]` for vertex `i` (a 32-bit integer hash).
-fn jitter(i: u32) -> Real {
+/// A deterministic pseudo-random number in `[−1, 1]` for vertex `i` of specimen `seed` (a
+/// 32-bit integer hash; seed 1 gives the pattern of the versions before seeds).
+fn jitter(i: u32, seed: u32) -> Real {
+    let i = i.wrapping_add(seed.wrapping_sub(1).wrapping_mul(0x632B_E5AB));
     let mut h = i.wrapping_mul(0x9E37_79B9) ^ 0x85EB_CA6B;
     h ^= h >> 16;
     h = h.wrapping_mul(0x7FEB_352D);
@@ -680,8 +694,8 @@ pub fn cusick_test(fabric: &Fabric, options: &CusickOptions) -> Result<CusickRes
             options.pedestal_radius_m,
             options.vertices,
             0.0,
-            1,
-        )
+            options.seed,
+        )?
     } else {
         specimen_disk_with_ring(
             options.specimen_radius_m,
@@ -708,7 +722,7 @@ pub fn cusick_test(fabric: &Fabric, options: &CusickOptions) -> Result<CusickRes
             let jitter_m = if clamped[i] {
                 0.0
             } else {
-                options.perturbation_m * (1.0 + jitter(i as u32)) * 0.5
+                options.perturbation_m * (1.0 + jitter(i as u32, options.seed)) * 0.5
             };
             Vec3::new(p.x, start_y + jitter_m, p.z)
         })
@@ -803,6 +817,79 @@ pub fn cusick_test(fabric: &Fabric, options: &CusickOptions) -> Result<CusickRes
         wall_s: wall.elapsed().as_secs_f64(),
         positions,
         mesh,
+    })
+}
+
+/// Most specimens [`cusick_series`] runs.
+pub const MAX_SPECIMENS: u32 = 64;
+
+/// The drape test of several specimens of one fabric, as the standard averages them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CusickSeries {
+    /// Each specimen's result, in seed order (`options.seed`, `options.seed + 1`, …).
+    pub specimens: Vec<CusickResult>,
+    /// Mean drape coefficient over the specimens (fraction).
+    pub mean: Real,
+    /// Sample standard deviation of the coefficients (fraction; 0 for one specimen).
+    pub sample_sd: Real,
+    /// Standard error of the mean, `sample_sd / √n` (fraction).
+    pub standard_error: Real,
+}
+
+/// Runs the drape test on `specimens` specimens of `fabric` (seeds `options.seed`,
+/// `options.seed + 1`, …; each its own scattered mesh and perturbation pattern), in parallel,
+/// and returns them with their mean coefficient.
+///
+/// One specimen's coefficient depends on the fold pattern it falls into (its node count and
+/// where the folds sit), a bifurcation: on the real instrument and in the simulation, two
+/// specimens of one fabric differ by several per cent (docs/cusick.md). The mean of several is
+/// the figure to compare. The specimens must differ: with more than one, the options must ask
+/// for the scattered mesh or a perturbation (ring meshes started flat are all alike).
+pub fn cusick_series(
+    fabric: &Fabric,
+    options: &CusickOptions,
+    specimens: u32,
+) -> Result<CusickSeries, CusickError> {
+    use rayon::prelude::*;
+    if !(1..=MAX_SPECIMENS).contains(&specimens) {
+        return Err(CusickError::Option {
+            field: "specimens",
+            value: specimens.to_string(),
+            problem: "must be from 1 to 64",
+        });
+    }
+    if specimens > 1 && !options.scattered_mesh && options.perturbation_m == 0.0 {
+        return Err(CusickError::Option {
+            field: "specimens",
+            value: specimens.to_string(),
+            problem: "more than one specimen needs the scattered mesh or a perturbation \
+                      (flat ring meshes are all alike)",
+        });
+    }
+    options.validate()?;
+    let results = (0..specimens)
+        .into_par_iter()
+        .map(|k| {
+            let o = CusickOptions {
+                seed: options.seed.wrapping_add(k),
+                ..options.clone()
+            };
+            cusick_test(fabric, &o)
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let dc: Vec<f64> = results.iter().map(|r| r.drape_coefficient as f64).collect();
+    let n = dc.len() as f64;
+    let mean = dc.iter().sum::<f64>() / n;
+    let sample_sd = if dc.len() > 1 {
+        (dc.iter().map(|d| (d - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt()
+    } else {
+        0.0
+    };
+    Ok(CusickSeries {
+        specimens: results,
+        mean: mean as Real,
+        sample_sd: sample_sd as Real,
+        standard_error: (sample_sd / n.sqrt()) as Real,
     })
 }
 
@@ -993,14 +1080,63 @@ mod tests {
     }
 
     #[test]
+    fn a_series_runs_distinct_specimens_and_averages_them() {
+        let fabric = crate::preset::builtin_fabric("cotton_shirting").unwrap();
+        let options = CusickOptions {
+            vertices: 120,
+            substeps: 10,
+            max_time_s: 0.25,
+            scattered_mesh: true,
+            seed: 7,
+            ..CusickOptions::default()
+        };
+        let series = cusick_series(&fabric, &options, 3).unwrap();
+        assert_eq!(series.specimens.len(), 3);
+        // Seed order, each specimen the same as a single test with its seed.
+        let second = cusick_test(
+            &fabric,
+            &CusickOptions {
+                seed: 8,
+                ..options.clone()
+            },
+        )
+        .unwrap();
+        assert_eq!(series.specimens[1].positions, second.positions);
+        assert_ne!(series.specimens[0].mesh, series.specimens[1].mesh);
+        let dc: Vec<Real> = series
+            .specimens
+            .iter()
+            .map(|r| r.drape_coefficient)
+            .collect();
+        let mean = dc.iter().sum::<Real>() / 3.0;
+        assert!((series.mean - mean).abs() < 1e-6);
+        let var = dc.iter().map(|d| (d - mean).powi(2)).sum::<Real>() / 2.0;
+        assert!((series.sample_sd - var.sqrt()).abs() < 1e-6);
+        assert!((series.standard_error - series.sample_sd / 3.0_f32.sqrt()).abs() < 1e-6);
+        // Flat ring meshes are all alike: refused, naming the field.
+        let err = cusick_series(
+            &fabric,
+            &CusickOptions {
+                scattered_mesh: false,
+                ..options.clone()
+            },
+            2,
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("specimens"), "{err}");
+        assert!(cusick_series(&fabric, &options, 0).is_err());
+        assert!(cusick_series(&fabric, &options, MAX_SPECIMENS + 1).is_err());
+    }
+
+    #[test]
     fn scattered_disk_is_a_clean_disk_with_the_edge_ring() {
         for target in [547usize, 1951] {
-            let m = specimen_disk_scattered(0.15, 0.09, target, 0.0, 1);
+            let m = specimen_disk_scattered(0.15, 0.09, target, 0.0, 1).unwrap();
             m.validate().unwrap();
             assert_eq!(m.positions.len(), target);
             assert_eq!(
                 m,
-                specimen_disk_scattered(0.15, 0.09, target, 0.0, 1),
+                specimen_disk_scattered(0.15, 0.09, target, 0.0, 1).unwrap(),
                 "deterministic"
             );
             for t in &m.indices {

@@ -1,7 +1,7 @@
 //! `drape drape-test PRESET`: the Cusick drape test of a fabric preset ([`drape::cusick`]).
 
 use clap::Args;
-use drape::cusick::{cusick_test, CusickOptions, MAX_SPECIMEN_VERTICES};
+use drape::cusick::{cusick_series, CusickOptions, CusickResult, MAX_SPECIMEN_VERTICES};
 use drape::preset::Library;
 use drape::sim::StretchSolve;
 
@@ -49,6 +49,15 @@ pub struct DrapeTestArgs {
     /// Mesh the specimen with scattered vertices (Delaunay) instead of concentric rings.
     #[arg(long)]
     scattered: bool,
+    /// Number of specimens to test and average (1 to 64), as the standard averages several:
+    /// one specimen's coefficient depends on the folds it happens to form. They run in
+    /// parallel, each with its own seed; more than one needs --scattered or --perturbation.
+    #[arg(long, default_value_t = 1)]
+    specimens: u32,
+    /// Seed of the first specimen (its scattered mesh and perturbation pattern); specimen k
+    /// takes seed + k.
+    #[arg(long, default_value_t = CusickOptions::default().seed)]
+    seed: u32,
 }
 
 /// The solve a `--global-…` flag asks for.
@@ -82,13 +91,42 @@ pub fn run(args: DrapeTestArgs) -> Result<(), String> {
         shear_solve: solve_method(args.global_shear),
         clamped: !args.unclamped,
         scattered_mesh: args.scattered,
+        seed: args.seed,
         ..CusickOptions::default()
     };
-    let r = cusick_test(&fabric, &options).map_err(|e| format!("{}: {e}", args.preset))?;
+    let series = cusick_series(&fabric, &options, args.specimens)
+        .map_err(|e| format!("{}: {e}", args.preset))?;
+    for (k, r) in series.specimens.iter().enumerate() {
+        if series.specimens.len() > 1 {
+            println!(
+                "specimen {} (seed {}):",
+                k + 1,
+                options.seed.wrapping_add(k as u32)
+            );
+        }
+        print_result(&args.preset, &fabric.name, &options, r);
+    }
+    if series.specimens.len() > 1 {
+        println!(
+            "mean drape coefficient of {} ({}) over {} specimens: {:.3} ({:.1} %), sample s.d. {:.3}, standard error {:.3}",
+            args.preset,
+            fabric.name,
+            series.specimens.len(),
+            series.mean,
+            series.mean * 100.0,
+            series.sample_sd,
+            series.standard_error
+        );
+    }
+    Ok(())
+}
+
+/// Prints one specimen's coefficient and the figures behind it.
+fn print_result(preset: &str, fabric_name: &str, options: &CusickOptions, r: &CusickResult) {
     println!(
         "drape coefficient of {} ({}): {:.3} ({:.1} %)",
-        args.preset,
-        fabric.name,
+        preset,
+        fabric_name,
         r.drape_coefficient,
         r.drape_coefficient * 100.0
     );
@@ -125,5 +163,4 @@ pub fn run(args: DrapeTestArgs) -> Result<(), String> {
             r.simulated_s
         );
     }
-    Ok(())
 }
