@@ -108,7 +108,11 @@ pub fn solve_distance(
 /// C  = f_u · f_v                           (the engineering shear strain γ for small strains)
 /// ```
 ///
-/// Works on any triangle mesh: no grid structure is assumed. 32 bytes.
+/// The same machinery measures the triangle's stretch along the yarns when the membrane is
+/// built per triangle ([`crate::material::Membrane::Triangles`]): `C = |f_u| − 1` (warp) and
+/// `C = |f_v| − 1` (weft); see [`Strain`].
+///
+/// Works on any triangle mesh: no grid structure is assumed. 36 bytes.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Shear {
     /// Particle indices `[x₀, x₁, x₂]`.
@@ -116,8 +120,23 @@ pub struct Shear {
     /// Inverse of the rest matrix `D` (columns: rest edges `x₁−x₀`, `x₂−x₀` in the material
     /// frame, m), row-major `[d00, d01, d10, d11]` (1/m).
     pub rest_inverse: [Real; 4],
-    /// Compliance `1 / (k_shear · A_rest)`, (N·m)⁻¹.
+    /// Compliance `1 / (k · A_rest)`, (N·m)⁻¹, with `k` the fabric's shear stiffness (or its
+    /// warp or weft stretch stiffness for those strains), N/m.
     pub compliance_per_n_m: Real,
+    /// Which strain of the triangle this constraint holds.
+    pub strain: Strain,
+}
+
+/// Which in-plane strain of a triangle a [`Shear`] constraint holds at zero.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Strain {
+    /// The shear strain `f_u · f_v`.
+    #[default]
+    Shear,
+    /// The stretch along the warp, `|f_u| − 1`.
+    Warp,
+    /// The stretch along the weft, `|f_v| − 1`.
+    Weft,
 }
 
 /// Computes `D⁻¹` for a triangle given its rest positions and the material's warp direction.
@@ -152,6 +171,17 @@ pub fn shear_strain_and_gradient(
     p: [Vec3; 3],
     rest_inverse: [Real; 4],
 ) -> Option<(Real, [Vec3; 3])> {
+    triangle_strain_and_gradient(p, rest_inverse, Strain::Shear)
+}
+
+/// A triangle's strain `strain` (see [`Shear`] and [`Strain`]) and its gradients, or `None` for
+/// a (near) zero-area triangle, or a yarn direction crushed to (near) zero length.
+#[inline]
+pub fn triangle_strain_and_gradient(
+    p: [Vec3; 3],
+    rest_inverse: [Real; 4],
+    strain: Strain,
+) -> Option<(Real, [Vec3; 3])> {
     let [d00, d01, d10, d11] = rest_inverse;
     let e1 = p[1] - p[0];
     let e2 = p[2] - p[0];
@@ -160,13 +190,27 @@ pub fn shear_strain_and_gradient(
     }
     let fu = e1 * d00 + e2 * d10;
     let fv = e1 * d01 + e2 * d11;
-    // ∂C/∂x₁ = d00·f_v + d01·f_u ; ∂C/∂x₂ = d10·f_v + d11·f_u ; ∂C/∂x₀ = −(sum).
-    let g1 = fv * d00 + fu * d01;
-    let g2 = fv * d10 + fu * d11;
-    Some((fu.dot(fv), [-(g1 + g2), g1, g2]))
+    let (c, g1, g2) = match strain {
+        // ∂C/∂x₁ = d00·f_v + d01·f_u ; ∂C/∂x₂ = d10·f_v + d11·f_u ; ∂C/∂x₀ = −(sum).
+        Strain::Shear => (fu.dot(fv), fv * d00 + fu * d01, fv * d10 + fu * d11),
+        // C = |f_u| − 1: ∂C/∂x₁ = d00·f̂_u ; ∂C/∂x₂ = d10·f̂_u.
+        Strain::Warp => {
+            let len = fu.length();
+            let n = fu.try_normalize()?;
+            (len - 1.0, n * d00, n * d10)
+        }
+        // C = |f_v| − 1: ∂C/∂x₁ = d01·f̂_v ; ∂C/∂x₂ = d11·f̂_v.
+        Strain::Weft => {
+            let len = fv.length();
+            let n = fv.try_normalize()?;
+            (len - 1.0, n * d01, n * d11)
+        }
+    };
+    Some((c, [-(g1 + g2), g1, g2]))
 }
 
-/// Projects a triangle's shear constraint `C = f_u · f_v` (see [`Shear`]).
+/// Projects a triangle's strain constraint (see [`Shear`]): the shear `C = f_u · f_v`, or the
+/// warp or weft stretch.
 ///
 /// `alpha` is the compliance, (N·m)⁻¹.
 #[inline]
@@ -174,11 +218,12 @@ pub fn solve_shear(
     p: [Vec3; 3],
     w: [Real; 3],
     rest_inverse: [Real; 4],
+    strain: Strain,
     alpha: Real,
     h: Real,
     lambda: &mut Real,
 ) -> Outcome<3> {
-    let Some((c, [g0, g1, g2])) = shear_strain_and_gradient(p, rest_inverse) else {
+    let Some((c, [g0, g1, g2])) = triangle_strain_and_gradient(p, rest_inverse, strain) else {
         return Outcome::Degenerate;
     };
     let grad_w =
@@ -649,11 +694,83 @@ mod tests {
     }
 
     #[test]
+    fn yarn_strains_measure_the_stretch_along_warp_and_weft() {
+        // A right triangle with the warp along X (the first leg, 0.3 m) and the weft along Z.
+        let rest = [Vec3::ZERO, Vec3::X * 0.3, Vec3::Z * 0.2];
+        let dinv = shear_rest_inverse(rest, Vec3::X).unwrap();
+        for strain in [Strain::Warp, Strain::Weft] {
+            let (c, _) = triangle_strain_and_gradient(rest, dinv, strain).unwrap();
+            assert!(c.abs() < 1e-6, "{strain:?} at rest: {c}");
+        }
+        // Stretch 10 % along X and 5 % along Z, and shear: the warp and weft strains read the
+        // yarn stretches, |F·û| − 1 and |F·v̂| − 1.
+        let p = [Vec3::ZERO, Vec3::X * 0.33, Vec3::new(0.03, 0.0, 0.21)];
+        let fu = Vec3::X * 1.1;
+        let fv = Vec3::new(0.15, 0.0, 1.05);
+        let (cu, gu) = triangle_strain_and_gradient(p, dinv, Strain::Warp).unwrap();
+        let (cv, gv) = triangle_strain_and_gradient(p, dinv, Strain::Weft).unwrap();
+        assert!((cu - (fu.length() - 1.0)).abs() < 1e-5, "{cu}");
+        assert!((cv - (fv.length() - 1.0)).abs() < 1e-5, "{cv}");
+        // The gradients are those of C by central differences.
+        for (strain, g) in [(Strain::Warp, gu), (Strain::Weft, gv)] {
+            for k in 0..3 {
+                for axis in [Vec3::X, Vec3::Y, Vec3::Z] {
+                    let eps = 1e-3;
+                    let (mut a, mut b) = (p, p);
+                    a[k] += axis * eps;
+                    b[k] -= axis * eps;
+                    let ca = triangle_strain_and_gradient(a, dinv, strain).unwrap().0;
+                    let cb = triangle_strain_and_gradient(b, dinv, strain).unwrap().0;
+                    let fd = (ca - cb) / (2.0 * eps);
+                    assert!(
+                        (fd - g[k].dot(axis)).abs() < 2e-3,
+                        "{strain:?} ∂C/∂x{k}·{axis:?}: {fd} vs {}",
+                        g[k].dot(axis)
+                    );
+                }
+            }
+        }
+        // Projecting the warp strain (stiff) restores the warp length and leaves the weft.
+        let mut q = p;
+        for _ in 0..20 {
+            let mut lambda = 0.0;
+            let d = moved(solve_shear(
+                q,
+                [1.0; 3],
+                dinv,
+                Strain::Warp,
+                0.0,
+                0.01,
+                &mut lambda,
+            ));
+            for k in 0..3 {
+                q[k] += d[k];
+            }
+        }
+        let (cu, _) = triangle_strain_and_gradient(q, dinv, Strain::Warp).unwrap();
+        assert!(cu.abs() < 1e-5, "warp strain after projection {cu}");
+        // A shear-only deformation (a 45° stretch of the bias) has no warp or weft strain to
+        // first order: the yarns keep their length.
+        let sheared = [Vec3::ZERO, Vec3::X * 0.3, Vec3::new(0.2 * 0.01, 0.0, 0.2)];
+        let (cu, _) = triangle_strain_and_gradient(sheared, dinv, Strain::Warp).unwrap();
+        let (cv, _) = triangle_strain_and_gradient(sheared, dinv, Strain::Weft).unwrap();
+        assert!(cu.abs() < 1e-6 && cv.abs() < 1e-4, "{cu} {cv}");
+    }
+
+    #[test]
     fn shear_is_zero_at_rest_and_restores() {
         let rest = [Vec3::ZERO, Vec3::X, Vec3::Z];
         let dinv = shear_rest_inverse(rest, Vec3::X).unwrap();
         let mut lambda = 0.0;
-        let d = moved(solve_shear(rest, [1.0; 3], dinv, 0.0, 0.01, &mut lambda));
+        let d = moved(solve_shear(
+            rest,
+            [1.0; 3],
+            dinv,
+            Strain::Shear,
+            0.0,
+            0.01,
+            &mut lambda,
+        ));
         assert!(d.iter().all(|v| v.length() < 1e-7));
         let mut p = [Vec3::ZERO, Vec3::X, Vec3::new(0.4, 0.0, 1.0)];
         for _ in 0..20 {
@@ -662,6 +779,7 @@ mod tests {
                 p,
                 [0.0, 0.0, 1.0],
                 dinv,
+                Strain::Shear,
                 0.0,
                 0.01,
                 &mut lambda,

@@ -53,7 +53,7 @@
 use std::time::Instant;
 
 use crate::collide::{BodyCollider, ColliderError};
-use crate::material::{build_cloth, Fabric, FabricError};
+use crate::material::{build_cloth_membrane, Fabric, FabricError, Membrane};
 use crate::math::{Real, Vec2, Vec3};
 use crate::mesh::{Mesh, Topology};
 use crate::sim::{ClothModel, Pin, SimError, Solver, SolverSettings, StretchSolve};
@@ -123,6 +123,9 @@ pub struct CusickOptions {
     /// Mesh the specimen with scattered vertices ([`specimen_disk_scattered`]) instead of
     /// concentric rings ([`specimen_disk_with_ring`]).
     pub scattered_mesh: bool,
+    /// How the fabric's stretch is discretised ([`Membrane`]): edge springs (the default) or
+    /// per-triangle yarn strains, which leave the bias as soft as the fabric's shear.
+    pub membrane: Membrane,
     /// Seed of the specimen: which scattered mesh ([`specimen_disk_scattered`]) and which
     /// perturbation pattern. Two seeds are two specimens cut from the same fabric.
     pub seed: u32,
@@ -150,6 +153,7 @@ impl Default for CusickOptions {
             shear_solve: StretchSolve::Sweep,
             clamped: true,
             scattered_mesh: false,
+            membrane: Membrane::Edges,
             seed: 1,
         }
     }
@@ -706,7 +710,7 @@ pub fn cusick_test(fabric: &Fabric, options: &CusickOptions) -> Result<CusickRes
     };
     let specimen_area_m2 = mesh.area();
     let topology = Topology::new(&mesh);
-    let cloth = build_cloth(&mesh, &topology, fabric);
+    let cloth = build_cloth_membrane(&mesh, &topology, fabric, None, options.membrane);
     let n = mesh.positions.len();
     let start_y = options.collision_thickness_m;
     // The clamped vertices: on or inside the pedestal's radius (the ring on its edge included).
@@ -741,6 +745,7 @@ pub fn cusick_test(fabric: &Fabric, options: &CusickOptions) -> Result<CusickRes
         friction: vec![fabric.friction; n],
         stretch: cloth.stretch,
         shear: cloth.shear,
+        membrane: cloth.membrane,
         bend: cloth.bend,
         pins,
         ..Default::default()

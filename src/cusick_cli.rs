@@ -2,6 +2,7 @@
 
 use clap::Args;
 use drape::cusick::{cusick_series, CusickOptions, CusickResult, MAX_SPECIMEN_VERTICES};
+use drape::material::Membrane;
 use drape::preset::Library;
 use drape::sim::StretchSolve;
 
@@ -49,6 +50,10 @@ pub struct DrapeTestArgs {
     /// Mesh the specimen with scattered vertices (Delaunay) instead of concentric rings.
     #[arg(long)]
     scattered: bool,
+    /// Discretise the fabric's stretch per triangle (warp and weft strains, soft bias) instead
+    /// of as edge springs (the library setting `Membrane::Triangles`).
+    #[arg(long)]
+    triangle_membrane: bool,
     /// Number of specimens to test and average (1 to 64), as the standard averages several:
     /// one specimen's coefficient depends on the folds it happens to form. They run in
     /// parallel, each with its own seed; more than one needs --scattered or --perturbation.
@@ -92,6 +97,11 @@ pub fn run(args: DrapeTestArgs) -> Result<(), String> {
         clamped: !args.unclamped,
         scattered_mesh: args.scattered,
         seed: args.seed,
+        membrane: if args.triangle_membrane {
+            Membrane::Triangles
+        } else {
+            Membrane::Edges
+        },
         ..CusickOptions::default()
     };
     let series = cusick_series(&fabric, &options, args.specimens)

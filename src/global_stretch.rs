@@ -40,7 +40,7 @@
 //! sweep needs grow with the vertex count instead of its square root (tests/cantilever.rs).
 
 use crate::constraints::{
-    dihedral_angle_and_gradient, shear_strain_and_gradient, wrap_angle, Bend, Distance, Shear,
+    dihedral_angle_and_gradient, triangle_strain_and_gradient, wrap_angle, Bend, Distance, Shear,
 };
 use crate::math::{Real, Vec3, DEGENERATE_LENGTH_SQ};
 
@@ -98,7 +98,7 @@ impl GlobalRow<3> for Shear {
     }
     fn linearise(&self, x: &[Vec3]) -> Option<(Real, [Vec3; 3])> {
         let p = GlobalRow::particles(self).map(|i| x[i]);
-        shear_strain_and_gradient(p, self.rest_inverse)
+        triangle_strain_and_gradient(p, self.rest_inverse, self.strain)
     }
 }
 
@@ -449,6 +449,7 @@ mod tests {
             particles: [0, 1, 2],
             rest_inverse: inv,
             compliance_per_n_m: 5.0e2,
+            strain: crate::constraints::Strain::Shear,
         };
         let h = 1.0 / 240.0;
         let mut x = x0.clone();
@@ -456,9 +457,15 @@ mod tests {
         let report = GlobalShear::default().solve(&mut x, &w, &[t], &mut lambda, h, 0);
         assert!(report.iterations >= 1 && (report.max_violation - 0.2).abs() < 1e-4);
         let mut l = 0.0;
-        let crate::constraints::Outcome::Move(d) =
-            crate::constraints::solve_shear([x0[0], x0[1], x0[2]], w, inv, 5.0e2, h, &mut l)
-        else {
+        let crate::constraints::Outcome::Move(d) = crate::constraints::solve_shear(
+            [x0[0], x0[1], x0[2]],
+            w,
+            inv,
+            crate::constraints::Strain::Shear,
+            5.0e2,
+            h,
+            &mut l,
+        ) else {
             panic!("no move");
         };
         for k in 0..3 {

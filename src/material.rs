@@ -26,7 +26,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::constraints::{shear_rest_inverse, Bend, Distance, EdgeGraph, Shear, Tether};
+use crate::constraints::{shear_rest_inverse, Bend, Distance, EdgeGraph, Shear, Strain, Tether};
 use crate::math::{triangle_area, Real, Vec3, DEGENERATE_AREA_M2};
 use crate::mesh::{Mesh, Topology};
 use parry3d::query::PointQueryWithLocation;
@@ -307,6 +307,27 @@ pub struct ClothConstraints {
     pub bend: Vec<Bend>,
     /// Triangles skipped because they have zero rest area.
     pub degenerate_triangles: usize,
+    /// How the stretch is discretised: whether `stretch` holds constraints or only the edges
+    /// to measure ([`Membrane`]). Copy it into [`crate::sim::ClothModel::membrane`].
+    pub membrane: Membrane,
+}
+
+/// How the fabric's in-plane stretch is discretised.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Membrane {
+    /// Edge springs (Van Gelder's lattice): one distance constraint per edge with the fabric's
+    /// directional stiffness. Cheap, but a triangulated spring lattice is an isotropic
+    /// membrane with shear modulus about `3k/8`: a stiff woven's bias comes out as stiff as its
+    /// yarns (cotton: about 750 N/m of shear against its measured 19 N/m; docs/cusick.md).
+    #[default]
+    Edges,
+    /// Strain per triangle (Strain Based Dynamics, Müller et al. 2014): the warp strain
+    /// `|F·û| − 1` with compliance `1/(k_warp·A)`, the weft strain `|F·v̂| − 1` with
+    /// `1/(k_weft·A)`, and the shear, an orthotropic membrane (Poisson ratio 0) that is stiff
+    /// along the yarns and as soft on the bias as the fabric's shear stiffness says. The edges
+    /// are still listed in [`ClothConstraints::stretch`], to measure the stretch and for the
+    /// solver's checks, but not projected.
+    Triangles,
 }
 
 /// Builds masses and constraints for `mesh` (rest shape = its positions) from `fabric`.
@@ -327,6 +348,17 @@ pub fn build_cloth_oriented(
     topology: &Topology,
     fabric: &Fabric,
     warps: Option<&[Vec3]>,
+) -> ClothConstraints {
+    build_cloth_membrane(mesh, topology, fabric, warps, Membrane::Edges)
+}
+
+/// [`build_cloth_oriented`] with the stretch discretised as `membrane` says.
+pub fn build_cloth_membrane(
+    mesh: &Mesh,
+    topology: &Topology,
+    fabric: &Fabric,
+    warps: Option<&[Vec3]>,
+    membrane: Membrane,
 ) -> ClothConstraints {
     let warps = warps.filter(|w| w.len() == mesh.indices.len());
     let warp_of =
@@ -386,11 +418,27 @@ pub fn build_cloth_oriented(
         let rest = tri.map(|i| x[i as usize]);
         let warp = warp_of(t, *tri);
         match shear_rest_inverse(rest, warp) {
-            Some(rest_inverse) if areas[t] >= DEGENERATE_AREA_M2 => shear.push(Shear {
-                particles: *tri,
-                rest_inverse,
-                compliance_per_n_m: 1.0 / (fabric.shear_n_per_m * areas[t]),
-            }),
+            Some(rest_inverse) if areas[t] >= DEGENERATE_AREA_M2 => {
+                shear.push(Shear {
+                    particles: *tri,
+                    rest_inverse,
+                    compliance_per_n_m: 1.0 / (fabric.shear_n_per_m * areas[t]),
+                    strain: Strain::Shear,
+                });
+                if membrane == Membrane::Triangles {
+                    for (strain, k) in [
+                        (Strain::Warp, fabric.stretch_warp_n_per_m),
+                        (Strain::Weft, fabric.stretch_weft_n_per_m),
+                    ] {
+                        shear.push(Shear {
+                            particles: *tri,
+                            rest_inverse,
+                            compliance_per_n_m: 1.0 / (k * areas[t]),
+                            strain,
+                        });
+                    }
+                }
+            }
             _ => degenerate_triangles += 1,
         }
     }
@@ -427,6 +475,7 @@ pub fn build_cloth_oriented(
         shear,
         bend,
         degenerate_triangles,
+        membrane,
     }
 }
 

@@ -53,9 +53,10 @@ use crate::batch::{self, Batching, SharedSlice};
 use crate::collide::{BodyCollider, ColliderError, Contact, ProximityCache, SurfaceAnchor};
 use crate::constraints::{
     friction_correction, solve_attachment, solve_bend, solve_contact, solve_distance, solve_shear,
-    solve_tether, Attachment, Bend, Distance, Outcome, Shear, Tether,
+    solve_tether, Attachment, Bend, Distance, Outcome, Shear, Strain, Tether,
 };
 use crate::global_stretch::{GlobalBend, GlobalShear, GlobalStretch};
+pub use crate::material::Membrane;
 use crate::math::{Real, Vec3};
 use crate::self_collision::SelfCollision;
 
@@ -379,10 +380,15 @@ pub struct ClothModel {
     pub damping_per_s: Vec<Real>,
     /// Friction coefficient per particle against the body.
     pub friction: Vec<Real>,
-    /// Edge stretch constraints.
+    /// Edge stretch constraints (with [`Membrane::Triangles`], the edges to measure the stretch
+    /// on, not projected).
     pub stretch: Vec<Distance>,
-    /// Triangle shear constraints.
+    /// Triangle strain constraints: the shear, and with [`Membrane::Triangles`] the warp and
+    /// weft stretch.
     pub shear: Vec<Shear>,
+    /// How the stretch is discretised: edge springs in `stretch`, or the triangles' warp and
+    /// weft strains in `shear` ([`Membrane`]).
+    pub membrane: Membrane,
     /// Dihedral bend constraints.
     pub bend: Vec<Bend>,
     /// Soft attachments.
@@ -1336,7 +1342,11 @@ impl Solver {
                     x[i] += d;
                 }
             });
-            let global = settings.stretch_solve == StretchSolve::Global;
+            // With the membrane per triangle the edges are only measured; the yarn strains are
+            // among the triangle constraints, solved with the shear (globally when either the
+            // stretch or the shear solve is global).
+            let edges = model.membrane == Membrane::Edges;
+            let global = edges && settings.stretch_solve == StretchSolve::Global;
             if global {
                 let g = global_stretch.solve(x, w, &model.stretch, lambda_stretch, h, it as usize);
                 report.degenerate += g.degenerate as u64;
@@ -1352,9 +1362,16 @@ impl Solver {
             // of its own constraint, whose indices `Solver::new` checked; within a colour no two
             // constraints share a particle (`Batches::colour`), and serially there is one thread.
             let stretch = project_kind(
-                if global { &[] } else { &model.stretch },
+                if global || !edges {
+                    &[]
+                } else {
+                    &model.stretch
+                },
                 lambda_stretch,
-                batches.as_ref().filter(|_| !global).map(|b| &b.stretch),
+                batches
+                    .as_ref()
+                    .filter(|_| !global && edges)
+                    .map(|b| &b.stretch),
                 reverse,
                 xs,
                 |c, l, x| {
@@ -1392,7 +1409,8 @@ impl Solver {
             if last && !global {
                 report.max_residual_m = stretch.max_residual_m;
             }
-            let global_shearing = settings.shear_solve == StretchSolve::Global;
+            let global_shearing = settings.shear_solve == StretchSolve::Global
+                || (!edges && settings.stretch_solve == StretchSolve::Global);
             let shear = project_kind(
                 if global_shearing { &[] } else { &model.shear },
                 lambda_shear,
@@ -1409,6 +1427,7 @@ impl Solver {
                         p,
                         [w[a], w[b], w[d]],
                         c.rest_inverse,
+                        c.strain,
                         c.compliance_per_n_m,
                         h,
                         l,
@@ -1586,6 +1605,7 @@ fn check_substep(
         .shear
         .iter()
         .zip(rest_area2)
+        .filter(|(c, _)| c.strain == Strain::Shear)
         .filter(|(c, &rest)| {
             let [a, b, d] = c.particles.map(|i| i as usize);
             let n0 = (p.x_prev[b] - p.x_prev[a]).cross(p.x_prev[d] - p.x_prev[a]);
@@ -1594,8 +1614,14 @@ fn check_substep(
             n0.dot(n1) < 0.0 && n0.length() > min_area2 && n1.length() > min_area2
         })
         .count();
+    let triangles = match model.membrane {
+        Membrane::Edges => model.shear.len(),
+        Membrane::Triangles => (model.shear.iter())
+            .filter(|c| c.strain == Strain::Shear)
+            .count(),
+    };
     let allowed =
-        INVERSION_MIN_COUNT.max((INVERSION_FAILURE_FRACTION * model.shear.len() as Real) as usize);
+        INVERSION_MIN_COUNT.max((INVERSION_FAILURE_FRACTION * triangles as Real) as usize);
     if inverted > allowed {
         return Err(SubstepFailure::Inverted(inverted));
     }
