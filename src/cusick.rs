@@ -123,6 +123,9 @@ pub struct CusickOptions {
     /// Mesh the specimen with scattered vertices ([`specimen_disk_scattered`]) instead of
     /// concentric rings ([`specimen_disk_with_ring`]).
     pub scattered_mesh: bool,
+    /// Mesh the specimen as a square grid along the warp and weft, clipped to the disk
+    /// ([`specimen_disk_grid`]), instead of rings; takes precedence over `scattered_mesh`.
+    pub grid_mesh: bool,
     /// How the fabric's stretch is discretised ([`Membrane`]): edge springs (the default) or
     /// per-triangle yarn strains, which leave the bias as soft as the fabric's shear.
     pub membrane: Membrane,
@@ -153,6 +156,7 @@ impl Default for CusickOptions {
             shear_solve: StretchSolve::Sweep,
             clamped: true,
             scattered_mesh: false,
+            grid_mesh: false,
             membrane: Membrane::Edges,
             seed: 1,
         }
@@ -553,6 +557,73 @@ pub fn specimen_disk_scattered(
     Ok(mesh)
 }
 
+/// A disk of radius `radius_m` (m) in the plane `y = height_m` meshed as a square grid along X
+/// (the warp) and Z (the weft) with about `vertices` vertices: the grid squares whose four
+/// corners lie in the disk, each split into two right triangles whose legs run along the
+/// yarns. The rim is a staircase, so the mesh's area is a little less than `π R²` (the drape
+/// coefficient uses the mesh's own area). A woven fabric is a net of yarns that keep their
+/// length and shear at the crossings (a Chebyshev net); this mesh's triangles have one leg
+/// along each yarn, so per-triangle yarn strains ([`Membrane::Triangles`]) constrain the grid
+/// lines and leave the diagonals to the shear. UVs and normals as in [`specimen_disk`].
+pub fn specimen_disk_grid(radius_m: Real, vertices: usize, height_m: Real) -> Mesh {
+    let r = radius_m as f64;
+    let h = (std::f64::consts::PI * r * r / vertices.max(4) as f64).sqrt();
+    let n = (r / h).floor() as i64;
+    let inside = |i: i64, j: i64| ((i * i + j * j) as f64) * h * h <= r * r * (1.0 + 1e-9);
+    let mut index = std::collections::HashMap::new();
+    let mut positions = Vec::new();
+    for j in -n..=n {
+        for i in -n..=n {
+            if inside(i, j) {
+                index.insert((i, j), positions.len() as u32);
+                positions.push(Vec3::new(
+                    (i as f64 * h) as Real,
+                    height_m,
+                    (j as f64 * h) as Real,
+                ));
+            }
+        }
+    }
+    let mut indices = Vec::new();
+    for j in -n..n {
+        for i in -n..n {
+            let corners = [(i, j), (i + 1, j), (i, j + 1), (i + 1, j + 1)];
+            if let [Some(&a), Some(&b), Some(&c), Some(&d)] = corners.map(|k| index.get(&k)) {
+                // Faces +Y: (v01 − v00) × (v10 − v00) points up.
+                indices.push([a, c, b]);
+                indices.push([b, c, d]);
+            }
+        }
+    }
+    // Drop vertices no kept square uses (corners of the staircase).
+    let mut used = vec![false; positions.len()];
+    for t in &indices {
+        for &v in t {
+            used[v as usize] = true;
+        }
+    }
+    let mut remap = vec![u32::MAX; positions.len()];
+    let mut kept = Vec::new();
+    for (i, p) in positions.iter().enumerate() {
+        if used[i] {
+            remap[i] = kept.len() as u32;
+            kept.push(*p);
+        }
+    }
+    let indices: Vec<[u32; 3]> = indices
+        .iter()
+        .map(|t| t.map(|v| remap[v as usize]))
+        .collect();
+    let uvs = kept
+        .iter()
+        .map(|p| Vec2::new(0.5 * (p.x / radius_m + 1.0), 0.5 * (p.z / radius_m + 1.0)))
+        .collect();
+    let mut mesh = Mesh::new("cusick specimen (grid)", kept, indices);
+    mesh.uvs = Some(uvs);
+    mesh.normals = Some(vec![Vec3::Y; mesh.positions.len()]);
+    mesh
+}
+
 /// A closed cylinder of radius `radius_m` (m) with its top face at `y = 0` and its bottom at
 /// `y = −height_m`, counter-clockwise seen from outside (a positive volume): the pedestal of the
 /// drape test.
@@ -692,7 +763,9 @@ pub fn cusick_test(fabric: &Fabric, options: &CusickOptions) -> Result<CusickRes
     options.validate()?;
     fabric.validate()?;
     let rings = rings_for_vertices(options.vertices);
-    let mut mesh = if options.scattered_mesh {
+    let mut mesh = if options.grid_mesh {
+        specimen_disk_grid(options.specimen_radius_m, options.vertices, 0.0)
+    } else if options.scattered_mesh {
         specimen_disk_scattered(
             options.specimen_radius_m,
             options.pedestal_radius_m,
@@ -1131,6 +1204,35 @@ mod tests {
         assert!(err.to_string().contains("specimens"), "{err}");
         assert!(cusick_series(&fabric, &options, 0).is_err());
         assert!(cusick_series(&fabric, &options, MAX_SPECIMENS + 1).is_err());
+    }
+
+    #[test]
+    fn grid_disk_is_a_clean_disk_along_the_yarns() {
+        let m = specimen_disk_grid(0.15, 1000, 0.0);
+        m.validate().unwrap();
+        assert!(
+            (900..1100).contains(&m.positions.len()),
+            "{}",
+            m.positions.len()
+        );
+        let topo = Topology::new(&m);
+        assert!(topo.non_manifold_edges.is_empty());
+        // Within the disk, a staircase a spacing inside the rim at most, facing +Y, and every
+        // triangle has one leg along X (the warp) and one along Z (the weft).
+        let h = (std::f32::consts::PI * 0.15 * 0.15 / 1000.0).sqrt();
+        assert!(m.area() < std::f32::consts::PI * 0.15 * 0.15);
+        assert!(m.area() > std::f32::consts::PI * (0.15 - 1.5 * h).powi(2));
+        for t in &m.indices {
+            let [a, b, c] = t.map(|i| m.positions[i as usize]);
+            assert!((b - a).cross(c - a).y > 0.0, "triangle {t:?} faces down");
+            let legs = [b - a, c - b, a - c];
+            assert!(legs.iter().any(|e| e.z.abs() < 1e-6 && e.x.abs() > 0.5 * h));
+            assert!(legs.iter().any(|e| e.x.abs() < 1e-6 && e.z.abs() > 0.5 * h));
+        }
+        assert!(m
+            .positions
+            .iter()
+            .all(|p| Vec2::new(p.x, p.z).length() <= 0.15 + 1e-6));
     }
 
     #[test]

@@ -50,6 +50,9 @@ pub struct DrapeTestArgs {
     /// Mesh the specimen with scattered vertices (Delaunay) instead of concentric rings.
     #[arg(long)]
     scattered: bool,
+    /// Mesh the specimen as a square grid along the warp and weft, clipped to the disk.
+    #[arg(long)]
+    grid: bool,
     /// Discretise the fabric's stretch per triangle (warp and weft strains, soft bias) instead
     /// of as edge springs (the library setting `Membrane::Triangles`).
     #[arg(long)]
@@ -97,6 +100,7 @@ pub fn run(args: DrapeTestArgs) -> Result<(), String> {
         clamped: !args.unclamped,
         scattered_mesh: args.scattered,
         seed: args.seed,
+        grid_mesh: args.grid,
         membrane: if args.triangle_membrane {
             Membrane::Triangles
         } else {
