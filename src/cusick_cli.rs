@@ -11,19 +11,25 @@ use drape::sim::StretchSolve;
 pub struct DrapeTestArgs {
     /// The fabric preset (built-in or user), e.g. denim.
     preset: String,
-    /// Target number of specimen vertices (7 to 200000; the mesh has the nearest count of the
-    /// form 1 + 3N(N + 1)).
-    #[arg(long, default_value_t = CusickOptions::default().vertices)]
-    vertices: usize,
-    /// Substeps per frame (1 to 1000).
-    #[arg(long, default_value_t = CusickOptions::default().substeps)]
-    substeps: u32,
+    /// Start from the locking-free configuration (a specimen meshed along the yarns, the
+    /// stretch per triangle, stretch and bending solved globally, about 1000 vertices, 40
+    /// substeps, 6 s, 0.5 mm perturbation) instead of the default one; the other options given
+    /// on the command line still apply. The fabric table is measured in it (docs/cusick.md).
+    #[arg(long)]
+    locking_free: bool,
+    /// Target number of specimen vertices (7 to 200000; the ring mesh has the nearest count of
+    /// the form 1 + 3N(N + 1)) [default: 2000, or 1000 with --locking-free].
+    #[arg(long)]
+    vertices: Option<usize>,
+    /// Substeps per frame (1 to 1000) [default: 80, or 40 with --locking-free].
+    #[arg(long)]
+    substeps: Option<u32>,
     /// Constraint iterations per substep (1 to 100).
     #[arg(long, default_value_t = CusickOptions::default().iterations)]
     iterations: u32,
-    /// Simulated time limit, in s.
-    #[arg(long, default_value_t = CusickOptions::default().max_time_s)]
-    max_time: f32,
+    /// Simulated time limit, in s [default: 10, or 6 with --locking-free].
+    #[arg(long)]
+    max_time: Option<f32>,
     /// Velocity damping rate in 1/s (default: 2/s, whatever the fabric's own). Damping changes
     /// how fast the specimen comes to rest.
     #[arg(long)]
@@ -40,9 +46,10 @@ pub struct DrapeTestArgs {
     /// of triangle by triangle (the solver setting `shear_solve: Global`).
     #[arg(long)]
     global_shear: bool,
-    /// Amplitude of a small deterministic vertical jitter of the flat start, in m (default 0).
-    #[arg(long, default_value_t = 0.0)]
-    perturbation: f32,
+    /// Amplitude of a small deterministic vertical jitter of the flat start, in m [default: 0,
+    /// or 0.0005 with --locking-free].
+    #[arg(long)]
+    perturbation: Option<f32>,
     /// Let the specimen rest on the pedestal alone instead of clamping it under an upper disc
     /// of the pedestal's size, as the standard's instrument does.
     #[arg(long)]
@@ -68,45 +75,43 @@ pub struct DrapeTestArgs {
     seed: u32,
 }
 
-/// The solve a `--global-…` flag asks for.
-fn solve_method(global: bool) -> StretchSolve {
-    if global {
-        StretchSolve::Global
-    } else {
-        StretchSolve::Sweep
-    }
-}
-
 /// Runs the drape test and prints the drape coefficient and the figures behind it.
 pub fn run(args: DrapeTestArgs) -> Result<(), String> {
-    if !(7..=MAX_SPECIMEN_VERTICES).contains(&args.vertices) {
+    let base = if args.locking_free {
+        CusickOptions::locking_free()
+    } else {
+        CusickOptions::default()
+    };
+    let vertices = args.vertices.unwrap_or(base.vertices);
+    if !(7..=MAX_SPECIMEN_VERTICES).contains(&vertices) {
         return Err(format!(
-            "--vertices {}: must be from 7 to {MAX_SPECIMEN_VERTICES}",
-            args.vertices
+            "--vertices {vertices}: must be from 7 to {MAX_SPECIMEN_VERTICES}"
         ));
     }
     let library = Library::open_default().map_err(|e| e.to_string())?;
     let fabric = library.fabric(&args.preset).map_err(|e| e.to_string())?;
+    let global = |flag: bool, base: StretchSolve| if flag { StretchSolve::Global } else { base };
     let options = CusickOptions {
-        vertices: args.vertices,
-        substeps: args.substeps,
+        vertices,
+        substeps: args.substeps.unwrap_or(base.substeps),
         iterations: args.iterations,
-        max_time_s: args.max_time,
-        damping_per_s: args.damping.or(CusickOptions::default().damping_per_s),
-        perturbation_m: args.perturbation,
-        stretch_solve: solve_method(args.global_stretch),
-        bend_solve: solve_method(args.global_bend),
-        shear_solve: solve_method(args.global_shear),
+        max_time_s: args.max_time.unwrap_or(base.max_time_s),
+        damping_per_s: args.damping.or(base.damping_per_s),
+        perturbation_m: args.perturbation.unwrap_or(base.perturbation_m),
+        stretch_solve: global(args.global_stretch, base.stretch_solve),
+        bend_solve: global(args.global_bend, base.bend_solve),
+        shear_solve: global(args.global_shear, base.shear_solve),
         clamped: !args.unclamped,
-        scattered_mesh: args.scattered,
-        seed: args.seed,
-        grid_mesh: args.grid,
+        scattered_mesh: args.scattered || base.scattered_mesh,
+        // --scattered chooses the scattered mesh over the locking-free configuration's grid.
+        grid_mesh: args.grid || (base.grid_mesh && !args.scattered),
         membrane: if args.triangle_membrane {
             Membrane::Triangles
         } else {
-            Membrane::Edges
+            base.membrane
         },
-        ..CusickOptions::default()
+        seed: args.seed,
+        ..base
     };
     let series = cusick_series(&fabric, &options, args.specimens)
         .map_err(|e| format!("{}: {e}", args.preset))?;

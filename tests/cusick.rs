@@ -2,16 +2,16 @@
 //! two extremes (a very stiff and a very limp sheet), and the built-in fabrics against the
 //! literature.
 //!
-//! The simulations here use a coarser specimen than the command's default (about 550 vertices,
-//! 13 rings, instead of about 2000) so that the file runs in well under two minutes in the debug
-//! test profile; docs/cusick.md gives the coefficients at the default resolution.
+//! The extremes run on a coarse ring specimen (547 vertices, 13 rings); the built-in fabrics
+//! run in the locking-free configuration ([`CusickOptions::locking_free`], 1000 vertices),
+//! whose figures docs/cusick.md gives.
 
 use std::f64::consts::PI;
 
 use approx::assert_relative_eq;
 use drape::cusick::{
-    cusick_test, pedestal_mesh, projected_area_m2, specimen_disk, CusickError, CusickOptions,
-    CusickResult, PEDESTAL_RADIUS_M, SPECIMEN_RADIUS_M,
+    cusick_series, cusick_test, pedestal_mesh, projected_area_m2, specimen_disk, CusickError,
+    CusickOptions, CusickResult, PEDESTAL_RADIUS_M, SPECIMEN_RADIUS_M,
 };
 use drape::material::{builtin_fabric, Fabric};
 use drape::math::{Real, Vec3};
@@ -33,11 +33,18 @@ fn options() -> CusickOptions {
 
 fn run(fabric: &Fabric) -> CusickResult {
     let r = cusick_test(fabric, &options()).unwrap();
+    check(fabric, &r, 0.05);
+    r
+}
+
+/// What every drape test must satisfy: finite, no retries, stretch under `max_stretch`, the
+/// clamped vertices where they started, nothing inside the pedestal.
+fn check(fabric: &Fabric, r: &CusickResult, max_stretch: Real) {
     assert!(r.drape_coefficient.is_finite());
     assert!(r.positions.iter().all(|p| p.is_finite()));
     assert_eq!(r.rollbacks, 0, "{}: the solver had to retry", fabric.name);
     assert!(
-        r.max_stretch < 0.05,
+        r.max_stretch < max_stretch,
         "{}: stretched {:.1} %",
         fabric.name,
         r.max_stretch * 100.0
@@ -81,10 +88,17 @@ fn run(fabric: &Fabric) -> CusickResult {
         r.max_stretch * 100.0,
         r.wall_s
     );
-    r
 }
 
-/// The drape coefficients of the eight built-in fabrics at the test settings, two at a time.
+/// The drape coefficients of the eight built-in fabrics in the locking-free configuration
+/// ([`CusickOptions::locking_free`]: a specimen meshed along the yarns, 1000 vertices, the
+/// stretch per triangle, stretch and bending solved globally), the mean of two
+/// specimens each (on this mesh specimens of one fabric differ by 0–0.014), the specimens of
+/// each fabric in parallel. The sweep at 547 vertices on the ring mesh, used here before, left
+/// the stiff wovens' edges under-converged and happened to give plausible figures; converged,
+/// the edge lattice made them 0.1 too stiff (docs/cusick.md, "Locking"). Measured (test
+/// profile): silk 0.282, chiffon 0.374, wool 0.508, jersey 0.589, cotton 0.636, polyester
+/// 0.686, leather 0.690, denim 0.737.
 fn builtin_coefficients() -> Vec<(&'static str, Real)> {
     let names = [
         "chiffon",
@@ -96,22 +110,17 @@ fn builtin_coefficients() -> Vec<(&'static str, Real)> {
         "denim",
         "leather",
     ];
-    let mut out: Vec<(&str, Real)> = std::thread::scope(|s| {
-        let handles: Vec<_> = [0, 1]
-            .map(|k| {
-                s.spawn(move || {
-                    (names.iter().skip(k).step_by(2))
-                        .map(|&n| (n, run(&builtin_fabric(n).unwrap()).drape_coefficient))
-                        .collect::<Vec<_>>()
-                })
-            })
-            .into_iter()
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().unwrap())
-            .collect()
-    });
+    let mut out: Vec<(&str, Real)> = names
+        .iter()
+        .map(|&n| {
+            let fabric = builtin_fabric(n).unwrap();
+            let series = cusick_series(&fabric, &CusickOptions::locking_free(), 2).unwrap();
+            for r in &series.specimens {
+                check(&fabric, r, 0.05);
+            }
+            (n, series.mean)
+        })
+        .collect();
     out.sort_by(|a, b| a.1.total_cmp(&b.1));
     println!("ascending: {out:?}");
     out
@@ -319,4 +328,43 @@ fn builtin_fabrics_are_ordered_as_in_the_literature() {
             "{name}: DC {value:.3}, measured {lo}–{hi}"
         );
     }
+}
+
+/// `drape drape-test --locking-free --specimens 2` runs two specimens and prints their mean;
+/// several flat ring specimens (all alike) are refused with a message naming the option.
+#[test]
+fn drape_test_command_averages_specimens() {
+    let run = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_drape"))
+            .arg("drape-test")
+            .args(args)
+            .env(
+                "DRAPE_PRESET_DIR",
+                std::env::temp_dir().join("drape-cusick-cli-none"),
+            )
+            .output()
+            .unwrap()
+    };
+    let out = run(&[
+        "cotton_shirting",
+        "--locking-free",
+        "--vertices",
+        "150",
+        "--max-time",
+        "0.2",
+        "--specimens",
+        "2",
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("specimen 2 (seed 2)"), "{stdout}");
+    assert!(stdout.contains("over 2 specimens"), "{stdout}");
+    let out = run(&["cotton_shirting", "--vertices", "150", "--specimens", "2"]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("specimens"), "{stderr}");
 }
