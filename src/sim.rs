@@ -1509,7 +1509,12 @@ impl Solver {
             }
         }
         let self_contacts = self_collision.as_ref().map_or(0, |sc| sc.contacts().len());
-        let per_sweep = model.stretch.len()
+        // With the membrane per triangle the edges are measured, not projected.
+        let projected_edges = match model.membrane {
+            Membrane::Edges => model.stretch.len(),
+            Membrane::Triangles => 0,
+        };
+        let per_sweep = projected_edges
             + model.shear.len()
             + model.bend.len()
             + model.attach.len()

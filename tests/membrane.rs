@@ -129,3 +129,86 @@ fn edge_lattice_is_isotropic_and_far_too_stiff_on_the_bias() {
         "{warp:e} J against {expected:e} J"
     );
 }
+
+/// The solver with `Membrane::Triangles`: a 0.3 m cotton square pinned along one edge swings
+/// down and hangs with its yarn-aligned edges barely stretched, and the edges are measured,
+/// not projected (each sweep projects `2T − E` more constraints than with edge springs: three
+/// rows per triangle instead of one, and no edges).
+#[test]
+fn a_sheet_hangs_on_the_triangle_membrane() {
+    use drape::shapes::grid_cloth;
+    use drape::sim::{ClothModel, Pin, Solver, SolverSettings, StretchSolve};
+    let mesh = grid_cloth(0.3, 16, 0.0);
+    let topology = Topology::new(&mesh);
+    let fabric = builtin_fabric("cotton_shirting").unwrap();
+    let run = |membrane: Membrane| {
+        let c = build_cloth_membrane(&mesh, &topology, &fabric, None, membrane);
+        let n = mesh.positions.len();
+        let z0 = mesh
+            .positions
+            .iter()
+            .map(|p| p.z)
+            .fold(Real::MAX, Real::min);
+        let pins = (0..n)
+            .filter(|&i| mesh.positions[i].z <= z0 + 1e-6)
+            .map(|i| Pin {
+                particle: i as u32,
+                target_m: mesh.positions[i],
+            })
+            .collect();
+        let model = ClothModel {
+            positions: mesh.positions.clone(),
+            mass_kg: c.mass_kg,
+            damping_per_s: vec![2.0; n],
+            friction: vec![0.0; n],
+            stretch: c.stretch,
+            shear: c.shear,
+            membrane: c.membrane,
+            bend: c.bend,
+            pins,
+            ..Default::default()
+        };
+        // Solved globally: with the triangle membrane the yarn rows go to the global solve
+        // with the shear.
+        let settings = SolverSettings {
+            substeps: 20,
+            stretch_solve: StretchSolve::Global,
+            ..Default::default()
+        };
+        let mut solver = Solver::new(settings, model, None).unwrap();
+        let mut projections = 0;
+        for _ in 0..36 {
+            projections += solver.step_frame(1.0 / 24.0).unwrap().projections;
+        }
+        (solver, projections)
+    };
+    let (tri, p_tri) = run(Membrane::Triangles);
+    let (edge, p_edge) = run(Membrane::Edges);
+    let yarn_stretch_of = |s: &Solver| {
+        let x = &s.particles().x;
+        (s.model().stretch.iter())
+            .filter(|d| {
+                let [a, b] = d.particles.map(|i| mesh.positions[i as usize]);
+                (a.x - b.x).abs() < 1e-6 || (a.z - b.z).abs() < 1e-6
+            })
+            .map(|d| {
+                let [a, b] = d.particles.map(|i| x[i as usize]);
+                a.distance(b) / d.rest_length_m - 1.0
+            })
+            .fold(0.0, Real::max)
+    };
+    let (yarn_tri, yarn_edge) = (yarn_stretch_of(&tri), yarn_stretch_of(&edge));
+    eprintln!("yarn stretch: triangles {yarn_tri}, edges {yarn_edge}");
+    // The yarns keep their length on the triangle membrane as on the edge springs.
+    assert!(yarn_tri < 0.005, "yarn edges stretched {yarn_tri}");
+    let x = &tri.particles().x;
+    assert!(x.iter().all(|p| p.is_finite()));
+    let lowest = x.iter().map(|p| p.y).fold(Real::MAX, Real::min);
+    assert!(
+        lowest < -0.25,
+        "the free edge should hang near 0.3 m down: {lowest} m"
+    );
+    let (t, e) = (mesh.indices.len() as u64, edge.model().stretch.len() as u64);
+    assert!(p_tri > p_edge);
+    assert_eq!((p_tri - p_edge) % (2 * t - e), 0, "{p_tri} {p_edge}");
+}
