@@ -58,7 +58,7 @@ pub struct DrapeTestArgs {
     #[arg(long)]
     scattered: bool,
     /// Mesh the specimen as a square grid along the warp and weft, clipped to the disk.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "scattered")]
     grid: bool,
     /// Discretise the fabric's stretch per triangle (warp and weft strains, soft bias) instead
     /// of as edge springs (the library setting `Membrane::Triangles`).
