@@ -11,23 +11,24 @@ use drape::sim::StretchSolve;
 pub struct DrapeTestArgs {
     /// The fabric preset (built-in or user), e.g. denim.
     preset: String,
-    /// Start from the locking-free configuration (a specimen meshed along the yarns, the
-    /// stretch per triangle, stretch and bending solved globally, about 1000 vertices, 40
-    /// substeps, 6 s, 0.5 mm perturbation) instead of the default one; the other options given
-    /// on the command line still apply. The fabric table is measured in it (docs/cusick.md).
+    /// Start from the older edge-spring configuration (a ring-meshed specimen, edge springs,
+    /// sweeps, 2000 vertices, 80 substeps, 10 s, flat start) instead of the locking-free one the
+    /// fabric table is measured in (a specimen meshed along the yarns, the stretch per
+    /// triangle, stretch and bending solved globally, 1000 vertices, 40 substeps, 6 s, 0.5 mm
+    /// perturbation; docs/cusick.md). The other options given still apply.
     #[arg(long)]
-    locking_free: bool,
+    edge_springs: bool,
     /// Target number of specimen vertices (7 to 200000; the ring mesh has the nearest count of
-    /// the form 1 + 3N(N + 1)) [default: 2000, or 1000 with --locking-free].
+    /// the form 1 + 3N(N + 1)) [default: 1000, or 2000 with --edge-springs].
     #[arg(long)]
     vertices: Option<usize>,
-    /// Substeps per frame (1 to 1000) [default: 80, or 40 with --locking-free].
+    /// Substeps per frame (1 to 1000) [default: 40, or 80 with --edge-springs].
     #[arg(long)]
     substeps: Option<u32>,
     /// Constraint iterations per substep (1 to 100).
     #[arg(long, default_value_t = CusickOptions::default().iterations)]
     iterations: u32,
-    /// Simulated time limit, in s [default: 10, or 6 with --locking-free].
+    /// Simulated time limit, in s [default: 6, or 10 with --edge-springs].
     #[arg(long)]
     max_time: Option<f32>,
     /// Velocity damping rate in 1/s (default: 2/s, whatever the fabric's own). Damping changes
@@ -46,8 +47,8 @@ pub struct DrapeTestArgs {
     /// of triangle by triangle (the solver setting `shear_solve: Global`).
     #[arg(long)]
     global_shear: bool,
-    /// Amplitude of a small deterministic vertical jitter of the flat start, in m [default: 0,
-    /// or 0.0005 with --locking-free].
+    /// Amplitude of a small deterministic vertical jitter of the flat start, in m [default:
+    /// 0.0005, or 0 with --edge-springs].
     #[arg(long)]
     perturbation: Option<f32>,
     /// Let the specimen rest on the pedestal alone instead of clamping it under an upper disc
@@ -77,10 +78,10 @@ pub struct DrapeTestArgs {
 
 /// Runs the drape test and prints the drape coefficient and the figures behind it.
 pub fn run(args: DrapeTestArgs) -> Result<(), String> {
-    let base = if args.locking_free {
-        CusickOptions::locking_free()
-    } else {
+    let base = if args.edge_springs {
         CusickOptions::default()
+    } else {
+        CusickOptions::locking_free()
     };
     let vertices = args.vertices.unwrap_or(base.vertices);
     if !(7..=MAX_SPECIMEN_VERTICES).contains(&vertices) {

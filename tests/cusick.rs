@@ -330,8 +330,9 @@ fn builtin_fabrics_are_ordered_as_in_the_literature() {
     }
 }
 
-/// `drape drape-test --locking-free --specimens 2` runs two specimens and prints their mean;
-/// several flat ring specimens (all alike) are refused with a message naming the option.
+/// `drape drape-test --specimens 2` (the locking-free configuration) runs two specimens and
+/// prints their mean; several flat ring specimens (`--edge-springs`, all alike) are refused
+/// with a message naming the option.
 #[test]
 fn drape_test_command_averages_specimens() {
     let run = |args: &[&str]| {
@@ -347,7 +348,6 @@ fn drape_test_command_averages_specimens() {
     };
     let out = run(&[
         "cotton_shirting",
-        "--locking-free",
         "--vertices",
         "150",
         "--max-time",
@@ -363,7 +363,14 @@ fn drape_test_command_averages_specimens() {
     );
     assert!(stdout.contains("specimen 2 (seed 2)"), "{stdout}");
     assert!(stdout.contains("over 2 specimens"), "{stdout}");
-    let out = run(&["cotton_shirting", "--vertices", "150", "--specimens", "2"]);
+    let out = run(&[
+        "cotton_shirting",
+        "--edge-springs",
+        "--vertices",
+        "150",
+        "--specimens",
+        "2",
+    ]);
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("specimens"), "{stderr}");
