@@ -806,6 +806,16 @@ pub fn cusick_test(fabric: &Fabric, options: &CusickOptions) -> Result<CusickRes
         )
     };
     let specimen_area_m2 = mesh.area();
+    // A mesh too coarse to stand for the disk (the yarn grid at a few dozen vertices covers
+    // less than the pedestal) would give a meaningless coefficient.
+    let disk_area_m2 = std::f32::consts::PI * options.specimen_radius_m.powi(2);
+    if !(specimen_area_m2 >= 0.8 * disk_area_m2) {
+        return Err(CusickError::Option {
+            field: "vertices",
+            value: options.vertices.to_string(),
+            problem: "too few for this specimen mesh: it covers less than 80 % of the disk",
+        });
+    }
     let topology = Topology::new(&mesh);
     let cloth = build_cloth_membrane(&mesh, &topology, fabric, None, options.membrane);
     let n = mesh.positions.len();
@@ -1228,6 +1238,25 @@ mod tests {
         assert!(err.to_string().contains("specimens"), "{err}");
         assert!(cusick_series(&fabric, &options, 0).is_err());
         assert!(cusick_series(&fabric, &options, MAX_SPECIMENS + 1).is_err());
+    }
+
+    #[test]
+    fn too_coarse_a_specimen_is_an_error() {
+        let fabric = crate::preset::builtin_fabric("cotton_shirting").unwrap();
+        let coarse = CusickOptions {
+            vertices: 12,
+            max_time_s: 0.1,
+            ..CusickOptions::locking_free()
+        };
+        let err = cusick_test(&fabric, &coarse).unwrap_err();
+        assert!(err.to_string().contains("vertices"), "{err}");
+        // The ring mesh's hexagon at 7 vertices still covers 83 % of the disk.
+        let hexagon = CusickOptions {
+            vertices: 7,
+            max_time_s: 0.1,
+            ..CusickOptions::default()
+        };
+        assert!(cusick_test(&fabric, &hexagon).is_ok());
     }
 
     #[test]
