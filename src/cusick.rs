@@ -809,7 +809,7 @@ pub fn cusick_test(fabric: &Fabric, options: &CusickOptions) -> Result<CusickRes
     // A mesh too coarse to stand for the disk (the yarn grid at a few dozen vertices covers
     // less than the pedestal) would give a meaningless coefficient.
     let disk_area_m2 = std::f32::consts::PI * options.specimen_radius_m.powi(2);
-    if !(specimen_area_m2 >= 0.8 * disk_area_m2) {
+    if specimen_area_m2.is_nan() || specimen_area_m2 < 0.8 * disk_area_m2 {
         return Err(CusickError::Option {
             field: "vertices",
             value: options.vertices.to_string(),
