@@ -445,12 +445,22 @@ pub fn specimen_disk_with_ring(
             }
         }
     }
-    let r = radius_m;
+    flat_disk_mesh("cusick specimen", positions, indices, radius_m)
+}
+
+/// A flat specimen mesh facing +Y with the top-view UVs of a disk of radius `radius_m` (m):
+/// `u` along +X (the warp), `v` along +Z, the disk spanning [0, 1] in both.
+fn flat_disk_mesh(
+    name: &str,
+    positions: Vec<Vec3>,
+    indices: Vec<[u32; 3]>,
+    radius_m: Real,
+) -> Mesh {
     let uvs = positions
         .iter()
-        .map(|p| Vec2::new(0.5 * (p.x / r + 1.0), 0.5 * (p.z / r + 1.0)))
+        .map(|p| Vec2::new(0.5 * (p.x / radius_m + 1.0), 0.5 * (p.z / radius_m + 1.0)))
         .collect();
-    let mut mesh = Mesh::new("cusick specimen", positions, indices);
+    let mut mesh = Mesh::new(name, positions, indices);
     mesh.uvs = Some(uvs);
     mesh.normals = Some(vec![Vec3::Y; mesh.positions.len()]);
     mesh
@@ -571,14 +581,12 @@ pub fn specimen_disk_scattered(
             [a, c, b]
         })
         .collect();
-    let uvs = positions
-        .iter()
-        .map(|p| Vec2::new(0.5 * (p.x / radius_m + 1.0), 0.5 * (p.z / radius_m + 1.0)))
-        .collect();
-    let mut mesh = Mesh::new("cusick specimen (scattered)", positions, indices);
-    mesh.uvs = Some(uvs);
-    mesh.normals = Some(vec![Vec3::Y; mesh.positions.len()]);
-    Ok(mesh)
+    Ok(flat_disk_mesh(
+        "cusick specimen (scattered)",
+        positions,
+        indices,
+        radius_m,
+    ))
 }
 
 /// A disk of radius `radius_m` (m) in the plane `y = height_m` meshed as a square grid along X
@@ -638,14 +646,7 @@ pub fn specimen_disk_grid(radius_m: Real, vertices: usize, height_m: Real) -> Me
         .iter()
         .map(|t| t.map(|v| remap[v as usize]))
         .collect();
-    let uvs = kept
-        .iter()
-        .map(|p| Vec2::new(0.5 * (p.x / radius_m + 1.0), 0.5 * (p.z / radius_m + 1.0)))
-        .collect();
-    let mut mesh = Mesh::new("cusick specimen (grid)", kept, indices);
-    mesh.uvs = Some(uvs);
-    mesh.normals = Some(vec![Vec3::Y; mesh.positions.len()]);
-    mesh
+    flat_disk_mesh("cusick specimen (grid)", kept, indices, radius_m)
 }
 
 /// A closed cylinder of radius `radius_m` (m) with its top face at `y = 0` and its bottom at
@@ -846,16 +847,13 @@ pub fn cusick_test(fabric: &Fabric, options: &CusickOptions) -> Result<CusickRes
         })
         .collect();
     let model = ClothModel {
-        positions: start.clone(),
-        mass_kg: cloth.mass_kg,
-        damping_per_s: vec![options.damping_per_s.unwrap_or(fabric.damping_per_s); n],
-        friction: vec![fabric.friction; n],
-        stretch: cloth.stretch,
-        shear: cloth.shear,
-        membrane: cloth.membrane,
-        bend: cloth.bend,
         pins,
-        ..Default::default()
+        ..ClothModel::from_cloth(
+            start.clone(),
+            cloth,
+            options.damping_per_s.unwrap_or(fabric.damping_per_s),
+            fabric.friction,
+        )
     };
     let settings = SolverSettings {
         substeps: options.substeps,

@@ -56,6 +56,7 @@ use crate::constraints::{
     solve_tether, Attachment, Bend, Distance, Outcome, Shear, Strain, Tether,
 };
 use crate::global_stretch::{GlobalBend, GlobalShear, GlobalStretch};
+use crate::material::ClothConstraints;
 pub use crate::material::Membrane;
 use crate::math::{Real, Vec3};
 use crate::self_collision::SelfCollision;
@@ -409,6 +410,29 @@ pub struct ClothModel {
 }
 
 impl ClothModel {
+    /// A model of one cloth at rest at `positions` (m) with the masses and constraints of
+    /// `cloth` (its membrane included), a uniform damping rate (1/s) and friction coefficient,
+    /// and nothing else: set pins, tethers, attachments and the rest on the result.
+    pub fn from_cloth(
+        positions: Vec<Vec3>,
+        cloth: ClothConstraints,
+        damping_per_s: Real,
+        friction: Real,
+    ) -> Self {
+        let n = positions.len();
+        Self {
+            positions,
+            mass_kg: cloth.mass_kg,
+            damping_per_s: vec![damping_per_s; n],
+            friction: vec![friction; n],
+            stretch: cloth.stretch,
+            shear: cloth.shear,
+            membrane: cloth.membrane,
+            bend: cloth.bend,
+            ..Self::default()
+        }
+    }
+
     /// Sets the targets of the pins and attachments bound to the body from `body`'s current
     /// pose.
     fn update_bound_targets(&mut self, body: &BodyCollider) {

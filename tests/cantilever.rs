@@ -150,16 +150,9 @@ fn simulated_tip_deflection_m(a: f64, substeps: u32, bend_solve: StretchSolve) -
         })
         .collect();
     let model = ClothModel {
-        positions: mesh.positions.clone(),
-        mass_kg: cloth.mass_kg,
-        // Heavy damping: a quasi-static descent to the rest shape.
-        damping_per_s: vec![10.0; n],
-        friction: vec![0.0; n],
-        stretch: cloth.stretch,
-        shear: cloth.shear,
-        bend: cloth.bend,
         pins,
-        ..Default::default()
+        // Heavy damping: a quasi-static descent to the rest shape.
+        ..ClothModel::from_cloth(mesh.positions.clone(), cloth, 10.0, 0.0)
     };
     let settings = SolverSettings {
         substeps,

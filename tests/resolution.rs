@@ -79,15 +79,6 @@ fn hang(
         ..Default::default()
     };
     let model = ClothModel {
-        positions: m.positions.clone(),
-        mass_kg: c.mass_kg,
-        damping_per_s: vec![4.0; n],
-        friction: vec![0.0; n],
-        stretch: c.stretch,
-        shear: c.shear,
-        bend: c.bend,
-        attach: Vec::new(),
-        tethers: Vec::new(),
         pins: pinned
             .iter()
             .map(|&i| Pin {
@@ -95,8 +86,7 @@ fn hang(
                 target_m: m.positions[i as usize],
             })
             .collect(),
-        body_bindings: Vec::new(),
-        ..Default::default()
+        ..ClothModel::from_cloth(m.positions.clone(), c, 4.0, 0.0)
     };
     let mut solver = Solver::new(settings, model, None).expect("solver");
     let frames = (seconds * 24.0).round() as u32;
