@@ -1630,25 +1630,20 @@ fn check_substep(
             return Err(SubstepFailure::Penetration(deepest));
         }
     }
-    let inverted = model
+    // Each triangle once: its shear row (with the membrane per triangle it also has yarn rows).
+    let (triangles, inverted) = model
         .shear
         .iter()
         .zip(rest_area2)
         .filter(|(c, _)| c.strain == Strain::Shear)
-        .filter(|(c, &rest)| {
+        .fold((0usize, 0usize), |(triangles, inverted), (c, &rest)| {
             let [a, b, d] = c.particles.map(|i| i as usize);
             let n0 = (p.x_prev[b] - p.x_prev[a]).cross(p.x_prev[d] - p.x_prev[a]);
             let n1 = (p.x[b] - p.x[a]).cross(p.x[d] - p.x[a]);
             let min_area2 = INVERSION_MIN_AREA_RATIO * rest;
-            n0.dot(n1) < 0.0 && n0.length() > min_area2 && n1.length() > min_area2
-        })
-        .count();
-    let triangles = match model.membrane {
-        Membrane::Edges => model.shear.len(),
-        Membrane::Triangles => (model.shear.iter())
-            .filter(|c| c.strain == Strain::Shear)
-            .count(),
-    };
+            let flipped = n0.dot(n1) < 0.0 && n0.length() > min_area2 && n1.length() > min_area2;
+            (triangles + 1, inverted + flipped as usize)
+        });
     let allowed =
         INVERSION_MIN_COUNT.max((INVERSION_FAILURE_FRACTION * triangles as Real) as usize);
     if inverted > allowed {
