@@ -333,6 +333,35 @@ pub fn solve_bend(
     ])
 }
 
+/// The position change `w_i·∇C_i·λ` that a multiplier `λ` stands for, evaluated at `p`: what
+/// a warm start applies before a substep's sweeps ([`crate::sim::SolverSettings::warm_start`]).
+///
+/// `grad` is the constraint's gradient at `p` (`None`: undefined, nothing moves).
+#[inline]
+pub fn multiplier_move<const N: usize>(
+    grad: Option<[Vec3; N]>,
+    w: [Real; N],
+    lambda: Real,
+) -> Outcome<N> {
+    match grad {
+        Some(g) => Outcome::Move(std::array::from_fn(|i| g[i] * (w[i] * lambda))),
+        None => Outcome::Degenerate,
+    }
+}
+
+/// The gradient of a distance constraint `C = |p₀ − p₁| − L` at `p`, or `None` for coincident
+/// particles.
+#[inline]
+pub fn distance_gradient(p: [Vec3; 2]) -> Option<[Vec3; 2]> {
+    let d = p[0] - p[1];
+    let len2 = d.length_squared();
+    if len2 < DEGENERATE_LENGTH_SQ {
+        return None;
+    }
+    let n = d / len2.sqrt();
+    Some([n, -n])
+}
+
 /// A soft attachment of one particle to a target point: `C = |x − target|`.
 ///
 /// Hard attachments do not use this: they set the particle's inverse mass to 0 and move it to

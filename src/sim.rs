@@ -52,8 +52,9 @@ use rayon::prelude::*;
 use crate::batch::{self, Batching, SharedSlice};
 use crate::collide::{BodyCollider, ColliderError, Contact, ProximityCache, SurfaceAnchor};
 use crate::constraints::{
-    friction_correction, solve_attachment, solve_bend, solve_contact, solve_distance, solve_shear,
-    solve_tether, Attachment, Bend, Distance, Outcome, Shear, Strain, Tether,
+    distance_gradient, friction_correction, multiplier_move, solve_attachment, solve_bend,
+    solve_contact, solve_distance, solve_shear, solve_tether, triangle_strain_and_gradient,
+    Attachment, Bend, Distance, Outcome, Shear, Strain, Tether,
 };
 use crate::global_stretch::{GlobalBend, GlobalShear, GlobalStretch};
 use crate::material::ClothConstraints;
@@ -130,6 +131,15 @@ pub struct SolverSettings {
     /// ([`StretchSolve::Sweep`], the default) or all triangles together by conjugate gradients
     /// ([`StretchSolve::Global`], [`crate::global_stretch::GlobalShear`]).
     pub shear_solve: StretchSolve,
+    /// Warm start: the fraction `β` (0 ≤ β < 0.5) of each membrane multiplier (stretch edges,
+    /// shear rows) of the previous substep that the next substep starts from, its position
+    /// change applied before the first sweep (scaled by the square of the substep ratio when
+    /// the substep length changes). 0 starts every substep from zero, as plain XPBD does. The
+    /// stretch that a few sweeps leave in a loaded cloth at rest falls by the factor `1 − β`
+    /// at the cost of one pass over the membrane; at 0.5 and above the slowest modes grow
+    /// (the velocity carries the previous substep's correction as well), so that is refused.
+    /// See docs/solver.md, "Warm start".
+    pub warm_start: Real,
 }
 
 /// How a constraint kind is projected ([`SolverSettings::stretch_solve`],
@@ -167,6 +177,7 @@ impl Default for SolverSettings {
             stretch_solve: StretchSolve::Sweep,
             bend_solve: StretchSolve::Sweep,
             shear_solve: StretchSolve::Sweep,
+            warm_start: 0.0,
         }
     }
 }
@@ -296,6 +307,13 @@ impl SolverSettings {
                 "stretch_relaxation",
                 self.stretch_relaxation.to_string(),
                 "must be from 1 (plain Gauss–Seidel) to below 2",
+            );
+        }
+        if !(0.0..0.5).contains(&self.warm_start) {
+            return bad(
+                "warm_start",
+                self.warm_start.to_string(),
+                "must be from 0 (off) to below 0.5 (at 0.5 and above the solver is unstable)",
             );
         }
         if !self.failure_stretch.is_finite() || self.failure_stretch <= 0.0 {
@@ -577,6 +595,9 @@ pub struct Solver {
     global_stretch: GlobalStretch,
     global_bend: GlobalBend,
     global_shear: GlobalShear,
+    /// The substep length (s) the stretch, shear and bend multipliers were found with, for the
+    /// warm start; 0 when they are not to be reused (a new solver, a restore, a failed substep).
+    warm_h: Real,
 }
 
 /// The batches of `model.stretch`, `shear` and `bend` (each reordered into batch order).
@@ -968,6 +989,7 @@ impl Solver {
             global_stretch: GlobalStretch::default(),
             global_bend: GlobalBend::default(),
             global_shear: GlobalShear::default(),
+            warm_h: 0.0,
         })
     }
 
@@ -1023,6 +1045,7 @@ impl Solver {
             });
         }
         self.time_s = time_s;
+        self.warm_h = 0.0;
         if let (Some(MotionBox(motion)), Some(body)) = (self.motion.as_mut(), self.body.as_mut()) {
             motion.pose_at(time_s, &mut self.body_positions);
             let posed = body
@@ -1177,6 +1200,8 @@ impl Solver {
             Err(failure) => {
                 self.particles.clone_from(&self.checkpoint);
                 self.time_s = t0;
+                // The failed substep's multipliers are not a start for the retry.
+                self.warm_h = 0.0;
                 if !self.body_checkpoint.is_empty() {
                     std::mem::swap(&mut self.body_positions, &mut self.body_checkpoint);
                     if let Some(body) = self.body.as_mut() {
@@ -1261,6 +1286,7 @@ impl Solver {
             global_stretch,
             global_bend,
             global_shear,
+            warm_h,
             ..
         } = self;
 
@@ -1315,11 +1341,29 @@ impl Solver {
         }
         times.contacts += t.elapsed();
 
-        // 4. Reset multipliers.
+        // 4. Multipliers: from zero, or warm-started from the previous substep's.
         let t = Instant::now();
-        lambda_stretch.fill(0.0);
-        lambda_shear.fill(0.0);
-        lambda_bend.fill(0.0);
+        let warm = if *warm_h > 0.0 {
+            settings.warm_start * (h / *warm_h).powi(2)
+        } else {
+            0.0
+        };
+        *warm_h = h;
+        if warm > 0.0 {
+            report.degenerate += warm_start(
+                &mut p.x,
+                &p.inv_mass,
+                model,
+                warm,
+                lambda_stretch,
+                lambda_shear,
+                lambda_bend,
+            );
+        } else {
+            lambda_stretch.fill(0.0);
+            lambda_shear.fill(0.0);
+            lambda_bend.fill(0.0);
+        }
         lambda_attach.fill(0.0);
         lambda_tether.fill(0.0);
         *lambda_drag = 0.0;
@@ -1593,6 +1637,67 @@ impl Solver {
         times.check += t.elapsed();
         result
     }
+}
+
+/// Stage 4 with a warm start: scales each membrane multiplier (stretch edges, and the shear
+/// rows, which hold the yarn strains too with [`Membrane::Triangles`]) by `warm` and applies the
+/// position change it stands for, `w_i·∇C_i·λ`, at the predicted positions, so the sweeps start
+/// from the previous substep's forces. Bending starts from zero: its loads are local, and its
+/// gradient is the dearest to evaluate. Returns the constraints skipped as degenerate (their
+/// multiplier is set to 0).
+///
+/// With the membrane per triangle the edges are not projected, so their multipliers stay 0.
+fn warm_start(
+    x: &mut [Vec3],
+    w: &[Real],
+    model: &ClothModel,
+    warm: Real,
+    lambda_stretch: &mut [Real],
+    lambda_shear: &mut [Real],
+    lambda_bend: &mut [Real],
+) -> u64 {
+    fn apply<const N: usize>(
+        x: &mut [Vec3],
+        w: &[Real],
+        idx: [u32; N],
+        lambda: &mut Real,
+        grad: impl Fn([Vec3; N]) -> Option<[Vec3; N]>,
+    ) -> u64 {
+        let idx = idx.map(|i| i as usize);
+        match multiplier_move(grad(idx.map(|i| x[i])), idx.map(|i| w[i]), *lambda) {
+            Outcome::Move(d) => {
+                for k in 0..N {
+                    x[idx[k]] += d[k];
+                }
+                0
+            }
+            _ => {
+                *lambda = 0.0;
+                1
+            }
+        }
+    }
+    let mut degenerate = 0;
+    if model.membrane == Membrane::Edges {
+        for (c, l) in model.stretch.iter().zip(lambda_stretch.iter_mut()) {
+            *l *= warm;
+            if *l != 0.0 {
+                degenerate += apply(x, w, c.particles, l, distance_gradient);
+            }
+        }
+    } else {
+        lambda_stretch.fill(0.0);
+    }
+    for (c, l) in model.shear.iter().zip(lambda_shear.iter_mut()) {
+        *l *= warm;
+        if *l != 0.0 {
+            degenerate += apply(x, w, c.particles, l, |p| {
+                triangle_strain_and_gradient(p, c.rest_inverse, c.strain).map(|(_, g)| g)
+            });
+        }
+    }
+    lambda_bend.fill(0.0);
+    degenerate
 }
 
 /// Stage 7: the failure checks, in order of cost.

@@ -175,6 +175,21 @@ fn hanging_strip_stretch_with(
     tether_slack: Real,
     stretch_solve: StretchSolve,
 ) -> Real {
+    hanging_strip_stretch_in(
+        SolverSettings {
+            substeps,
+            iterations: 1,
+            tether_slack,
+            stretch_solve,
+            ..Default::default()
+        },
+        frames,
+    )
+}
+
+/// [`hanging_strip_stretch`] with these solver settings (`tether_slack < 0`: no tethers).
+fn hanging_strip_stretch_in(settings: SolverSettings, frames: u32) -> Real {
+    let tether_slack = settings.tether_slack;
     let (nx, nz) = (16u32, 64u32);
     let cell = 2.0 / (nz - 1) as Real;
     let mut positions = Vec::new();
@@ -204,13 +219,6 @@ fn hanging_strip_stretch_with(
     let c = build_cloth(&m, &topology, &fabric);
     let n = m.positions.len();
     let pinned: Vec<u32> = (0..nx).collect();
-    let settings = SolverSettings {
-        substeps,
-        iterations: 1,
-        tether_slack,
-        stretch_solve,
-        ..Default::default()
-    };
     let tethers = if tether_slack >= 0.0 {
         build_tethers(&m, &topology, &pinned, tether_slack)
     } else {
@@ -272,6 +280,36 @@ fn tethers_cut_the_stretch_of_a_long_hanging_cloth_at_the_same_budget() {
         "tethers cut the stretch: {with} vs {without}"
     );
     assert!(tight < 0.01, "tight tethers hold the strip ({tight})");
+}
+
+/// The warm start (`SolverSettings::warm_start`, docs/solver.md "Warm start") cuts the stretch
+/// that the sweeps leave in the long strip at the same budget (20 substeps × 1 iteration, no
+/// tethers, 2 s): by the linear analysis the steady error falls by `1 − β`. Measured: 9.4 %
+/// cold, 6.9 % at β = 0.45 (0.73×; the strip still swings a little at 2 s), no rollbacks.
+#[test]
+fn warm_start_cuts_the_stretch_of_a_long_hanging_strip_at_the_same_budget() {
+    let run = |warm_start| {
+        hanging_strip_stretch_in(
+            SolverSettings {
+                substeps: 20,
+                tether_slack: -1.0,
+                warm_start,
+                ..Default::default()
+            },
+            48,
+        )
+    };
+    let (cold, warm) = (run(0.0), run(0.45));
+    eprintln!("max stretch, 20 substeps, no tethers: cold {cold:.4}, warm start 0.45 {warm:.4}");
+    assert!(cold > 0.05, "{cold}");
+    assert!(warm < 0.8 * cold, "warm {warm} vs cold {cold}");
+    // At 0.5 the slowest modes are marginal and above it they grow: refused.
+    let bad = SolverSettings {
+        warm_start: 0.5,
+        ..Default::default()
+    };
+    let e = bad.validate().unwrap_err().to_string();
+    assert!(e.contains("warm_start"), "{e}");
 }
 
 /// The global stretch solve (`StretchSolve::Global`) holds the same long strip, with no
