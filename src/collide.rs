@@ -263,6 +263,96 @@ impl BodyCollider {
         Some(self.surface_point(p, proj.point, tri, location))
     }
 
+    /// Fills `near` with the collider triangles within `reach + CANDIDATE_LOOKAHEAD_M` of
+    /// `p`, nearest first: at most [`CANDIDATES`], the radius shrunk to the nearest one left out
+    /// when there are more. Where the body is too finely meshed for the list to cover `reach`
+    /// with some room, it is left empty (and not gathered again until the particle or the body
+    /// has moved by the lookahead): the BVH serves that particle.
+    fn gather(&self, p: Vec3, reach: Real, near: &mut Candidates) {
+        let radius_m = reach + CANDIDATE_LOOKAHEAD_M;
+        let r = Vec3::splat(radius_m);
+        let aabb = parry3d::bounding_volume::Aabb::new(p - r, p + r);
+        let mut found = [(0.0, 0u32); 4 * CANDIDATES];
+        let mut count = 0;
+        let mut complete = true;
+        for tri in self.shape.bvh().intersect_aabb(&aabb) {
+            let q = self.shape.triangle(tri).project_local_point(p, false).point;
+            let d = p.distance(q);
+            if d > radius_m {
+                continue;
+            }
+            if count == found.len() {
+                complete = false;
+                break;
+            }
+            found[count] = (d, tri);
+            count += 1;
+        }
+        let found = &mut found[..count];
+        found.sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        let kept = count.min(CANDIDATES);
+        // Every triangle nearer than the radius is kept: the radius is the nearest one left
+        // out, a hair less (a tie with it may be left out too).
+        let covered = match (complete, found.get(kept)) {
+            (false, _) => 0.0,
+            (true, Some(&(d, _))) => d * (1.0 - 1.0e-5),
+            (true, None) => radius_m,
+        };
+        let useful = covered > reach + 0.25 * CANDIDATE_LOOKAHEAD_M;
+        near.centre_m = p;
+        near.travel_at = self.travel_m;
+        near.gathered = true;
+        near.radius_m = if useful { covered } else { 0.0 };
+        near.count = if useful { kept as u8 } else { 0 };
+        for (k, &(d, tri)) in found.iter().take(CANDIDATES).enumerate() {
+            near.triangles[k] = tri;
+            near.distances_m[k] = d;
+        }
+    }
+
+    /// The closest surface point of `p` when its candidates `near` prove it (they still cover
+    /// the contact `reach` around `p`, and the nearest of them is nearer than any triangle they
+    /// may have left out); `None` when they do not.
+    fn nearest_candidate(&self, p: Vec3, reach: Real, near: &Candidates) -> Option<SurfacePoint> {
+        if !near.covers_ball(p, reach, self.travel_m) {
+            return None;
+        }
+        // Any triangle not among the candidates is at least this far from `p` now.
+        let slack = near.slack(p, self.travel_m);
+        let certain = near.radius_m - slack;
+        let mut best: Option<(Real, u32, Vec3, TrianglePointLocation)> = None;
+        for (&tri, &was) in near.triangles().iter().zip(near.distances()) {
+            // Nearest first: none of the rest can beat the best found.
+            if best.is_some_and(|b| was - slack >= b.0) {
+                break;
+            }
+            let (proj, location) = self
+                .shape
+                .triangle(tri)
+                .project_local_point_and_get_location(p, false);
+            let d = p.distance(proj.point);
+            if best.is_none_or(|b| d < b.0) {
+                best = Some((d, tri, proj.point, location));
+            }
+        }
+        let (_, tri, q, location) = best.filter(|b| b.0 <= certain)?;
+        Some(self.surface_point(p, q, tri, location))
+    }
+
+    /// The unit normal of collider triangle `tri` at the current pose (kept with the
+    /// pseudo-normals of a closed body, computed for an open one), or `None` when it is
+    /// degenerate.
+    fn face_normal(&self, tri: u32) -> Option<Vec3> {
+        match &self.pseudo {
+            Some(pn) => pn
+                .face
+                .get(tri as usize)
+                .copied()
+                .filter(|n| *n != Vec3::ZERO),
+            None => self.shape.triangle(tri).normal(),
+        }
+    }
+
     /// Closest surface point of `p` at any distance.
     pub fn closest(&self, p: Vec3) -> SurfacePoint {
         let (proj, (tri, location)) = self.shape.project_local_point_and_get_location(p, false);
@@ -352,6 +442,7 @@ impl BodyCollider {
             queried_at,
             distance_m,
             travel_at,
+            candidates,
             chunks,
             parallel,
         } = cache;
@@ -359,7 +450,7 @@ impl BodyCollider {
         chunks.resize_with(chunk_count, Vec::new);
         // Fixed chunks of particles, each with its own contact list, joined in chunk order: the
         // contacts come out in particle order whatever the thread count.
-        let search = |(k, (((queried, distance), travel), found)): ChunkTask<'_>| {
+        let search = |(k, ((((queried, distance), travel), near), found)): ChunkTask<'_>| {
             found.clear();
             let first = k * CONTACT_CHUNK;
             for j in 0..queried.len() {
@@ -373,6 +464,7 @@ impl BodyCollider {
                     queried_at: &mut queried[j],
                     distance_m: &mut distance[j],
                     travel_at: &mut travel[j],
+                    candidates: &mut near[j],
                 };
                 let start = x_prev.get(i).copied().unwrap_or(x[i]);
                 self.particle_contacts(i, start, x[i], thickness_m, reach, radius, slot, found);
@@ -382,6 +474,7 @@ impl BodyCollider {
             (queried_at.par_chunks_mut(CONTACT_CHUNK))
                 .zip(distance_m.par_chunks_mut(CONTACT_CHUNK))
                 .zip(travel_at.par_chunks_mut(CONTACT_CHUNK))
+                .zip(candidates.par_chunks_mut(CONTACT_CHUNK))
                 .zip(chunks.par_iter_mut())
                 .enumerate()
                 .for_each(search);
@@ -389,6 +482,7 @@ impl BodyCollider {
             (queried_at.chunks_mut(CONTACT_CHUNK))
                 .zip(distance_m.chunks_mut(CONTACT_CHUNK))
                 .zip(travel_at.chunks_mut(CONTACT_CHUNK))
+                .zip(candidates.chunks_mut(CONTACT_CHUNK))
                 .zip(chunks.iter_mut())
                 .enumerate()
                 .for_each(search);
@@ -422,11 +516,26 @@ impl BodyCollider {
         }
         *slot.queried_at = p;
         *slot.travel_at = self.travel_m;
-        let near = self.query(p, radius);
+        // The candidate triangles when they prove the closest point; otherwise the BVH, and
+        // a new list for a particle that is close to the surface (in contact or nearly).
+        let near_tris = slot.candidates;
+        let near = match self.nearest_candidate(p, reach, near_tris) {
+            Some(s) => Some(s),
+            None => {
+                let near = self.query(p, radius);
+                if near.is_some_and(|s| s.signed_distance_m <= reach)
+                    && near_tris.may_gather(p, self.travel_m)
+                {
+                    self.gather(p, reach, near_tris);
+                }
+                near
+            }
+        };
         let surface_motion = near
             .map(|s| self.surface_motion(s.triangle, s.point_m))
             .unwrap_or(Vec3::ZERO);
-        if let Some(c) = self.sweep(i as u32, start + surface_motion, p, thickness_m) {
+        let from = start + surface_motion;
+        if let Some(c) = self.sweep(i as u32, from, p, thickness_m, near_tris) {
             *slot.distance_m = 0.0;
             // The entry face alone: adding a pinch contact here too was tried and made
             // CesiumMan's bake diverge.
@@ -444,7 +553,7 @@ impl BodyCollider {
                         body_motion_m: surface_motion,
                         thickness_m,
                     });
-                    self.push_opposing(i as u32, p, &s, reach, thickness_m, out);
+                    self.push_opposing(i as u32, p, &s, reach, thickness_m, near_tris, out);
                 }
             }
             None => {
@@ -469,6 +578,7 @@ impl BodyCollider {
 
     /// Adds the [`Self::opposing_contact`] of the last contact in `out`, if any, and makes both
     /// share the gap between the two surfaces.
+    #[allow(clippy::too_many_arguments)]
     fn push_opposing(
         &self,
         particle: u32,
@@ -476,9 +586,10 @@ impl BodyCollider {
         first: &SurfacePoint,
         reach: Real,
         thickness_m: Real,
+        near: &Candidates,
         out: &mut Vec<Contact>,
     ) {
-        if let Some(c) = self.opposing_contact(particle, p, first, reach, thickness_m) {
+        if let Some(c) = self.opposing_contact(particle, p, first, reach, thickness_m, near) {
             if let Some(last) = out.last_mut() {
                 last.thickness_m = c.thickness_m;
             }
@@ -498,23 +609,34 @@ impl BodyCollider {
         first: &SurfacePoint,
         reach: Real,
         thickness_m: Real,
+        near: &Candidates,
     ) -> Option<Contact> {
-        let r = Vec3::splat(reach);
-        let aabb = parry3d::bounding_volume::Aabb::new(p - r, p + r);
         let mut best: Option<(Real, u32, Vec3, Vec3)> = None;
-        for tri in self.shape.bvh().intersect_aabb(&aabb) {
-            let t = self.shape.triangle(tri);
-            let Some(face) = t.normal() else {
-                continue;
+        let mut visit = |tri: u32| {
+            let Some(face) = self.face_normal(tri) else {
+                return;
             };
             if face.dot(first.normal) > OPPOSING_COS {
-                continue;
+                return;
             }
+            let t = self.shape.triangle(tri);
             let q = t.project_local_point(p, false).point;
             let d = p.distance(q);
             if d <= reach && best.is_none_or(|b| d < b.0) {
                 best = Some((d, tri, q, face));
             }
+        };
+        // Every triangle within `reach` of `p` is among the candidates when they cover that
+        // ball; otherwise ask the BVH.
+        if near.covers_ball(p, reach, self.travel_m) {
+            let slack = near.slack(p, self.travel_m);
+            (near.triangles().iter().zip(near.distances()))
+                .take_while(|&(_, &was)| was - slack <= reach)
+                .for_each(|(&t, _)| visit(t));
+        } else {
+            let r = Vec3::splat(reach);
+            let aabb = parry3d::bounding_volume::Aabb::new(p - r, p + r);
+            self.shape.bvh().intersect_aabb(&aabb).for_each(visit);
         }
         let (d, tri, q, face) = best?;
         // Outside that surface: push away from it; behind it (the particle went through):
@@ -542,15 +664,39 @@ impl BodyCollider {
 
     /// The continuous test of [`Self::contacts`]: casts the segment `from → to` against the
     /// body and returns a contact on the first face it enters, if any.
-    fn sweep(&self, particle: u32, from: Vec3, to: Vec3, thickness_m: Real) -> Option<Contact> {
+    fn sweep(
+        &self,
+        particle: u32,
+        from: Vec3,
+        to: Vec3,
+        thickness_m: Real,
+        near: &Candidates,
+    ) -> Option<Contact> {
         let d = to - from;
         let len2 = d.length_squared();
         if len2 <= thickness_m * thickness_m {
             return None;
         }
         let ray = Ray::new(from, d);
-        let hit = self.shape.cast_local_ray_and_get_normal(&ray, 1.0, false)?;
-        let tri = self.shape.triangle(hit.subshape);
+        // Every point of the segment is within the larger of its ends' distances from the
+        // candidates' centre, so they hold every triangle it can hit when they cover both ends.
+        let hit = if near.covers_ball(from, 0.0, self.travel_m)
+            && near.covers_ball(to, 0.0, self.travel_m)
+        {
+            near.triangles()
+                .iter()
+                .filter_map(|&t| {
+                    let toi = self.shape.triangle(t).cast_local_ray(&ray, 1.0, false)?;
+                    Some((toi, t))
+                })
+                .min_by(|a, b| a.0.total_cmp(&b.0))
+        } else {
+            self.shape
+                .cast_local_ray_and_get_normal(&ray, 1.0, false)
+                .map(|h| (h.time_of_impact, h.subshape))
+        };
+        let (time_of_impact, subshape) = hit?;
+        let tri = self.shape.triangle(subshape);
         let face = tri.normal()?;
         let entering = face.dot(d) < 0.0;
         let normal = if entering {
@@ -563,12 +709,12 @@ impl BodyCollider {
             // An open surface has no inside: keep the particle on the side it came from.
             -face
         };
-        let point = from + d * hit.time_of_impact;
+        let point = from + d * time_of_impact;
         Some(Contact {
             particle,
             point_m: point,
             normal,
-            body_motion_m: self.surface_motion(hit.subshape, point),
+            body_motion_m: self.surface_motion(subshape, point),
             thickness_m,
         })
     }
@@ -779,6 +925,8 @@ pub struct ProximityCache {
     /// The body's travel ([`BodyCollider::set_pose`]) at the particle's last query (m); f64, as
     /// the running sum grows for the whole bake.
     travel_at: Vec<f64>,
+    /// Per particle, the body triangles near where it was last gathered.
+    candidates: Vec<Candidates>,
     /// Contacts found per chunk of [`CONTACT_CHUNK`] particles (scratch, reused).
     chunks: Vec<Vec<Contact>>,
     /// Search the chunks on rayon's thread pool.
@@ -789,10 +937,71 @@ pub struct ProximityCache {
 type ChunkTask<'a> = (
     usize,
     (
-        ((&'a mut [Vec3], &'a mut [Real]), &'a mut [f64]),
+        (
+            ((&'a mut [Vec3], &'a mut [Real]), &'a mut [f64]),
+            &'a mut [Candidates],
+        ),
         &'a mut Vec<Contact>,
     ),
 );
+
+/// Most body triangles a particle's [`Candidates`] hold.
+pub const CANDIDATES: usize = 16;
+
+/// How much farther than the contact reach a particle's candidate triangles are gathered (m):
+/// the list stays valid while the particle and the body together move less than this.
+pub const CANDIDATE_LOOKAHEAD_M: Real = 0.015;
+
+/// The body triangles near one particle: every collider triangle within `radius_m` of
+/// `centre_m` when the body's travel was `travel_at` (at most [`CANDIDATES`]). While the
+/// particle stays near `centre_m` and the body moves little, its closest point, its sweep and
+/// its opposing contact are found among these few triangles instead of by a BVH descent, with
+/// the same result: a triangle left out was farther than `radius_m` from the centre and has
+/// moved at most the body's travel since.
+#[derive(Clone, Copy, Debug, Default)]
+struct Candidates {
+    triangles: [u32; CANDIDATES],
+    /// Each triangle's distance from `centre_m` at the gather (m), ascending.
+    distances_m: [Real; CANDIDATES],
+    count: u8,
+    centre_m: Vec3,
+    /// 0 (the default): no list.
+    radius_m: Real,
+    travel_at: f64,
+    /// Whether a gather was tried (an empty list with `radius_m` 0 can be a new slot or a body
+    /// too finely meshed for the list).
+    gathered: bool,
+}
+
+impl Candidates {
+    fn triangles(&self) -> &[u32] {
+        &self.triangles[..self.count as usize]
+    }
+
+    /// The listed triangles' distances from the centre when gathered (m), ascending.
+    fn distances(&self) -> &[Real] {
+        &self.distances_m[..self.count as usize]
+    }
+
+    /// How much nearer to `p` than to the centre at the gather a triangle can be now (m): the
+    /// distance from the centre plus the body's travel since.
+    fn slack(&self, p: Vec3, travel_m: f64) -> Real {
+        self.centre_m.distance(p) + (travel_m - self.travel_at) as Real
+    }
+
+    /// Whether every triangle within `r` of `p` is listed, the body's travel now being
+    /// `travel_m`.
+    fn covers_ball(&self, p: Vec3, r: Real, travel_m: f64) -> bool {
+        self.radius_m > 0.0 && self.slack(p, travel_m) + r < self.radius_m
+    }
+
+    /// Whether a particle at `p` that its list did not serve may gather a new one: always,
+    /// unless the last gather found the body too finely meshed there and neither the
+    /// particle nor the body has moved by the lookahead since.
+    fn may_gather(&self, p: Vec3, travel_m: f64) -> bool {
+        self.radius_m > 0.0 || !self.gathered || self.slack(p, travel_m) > CANDIDATE_LOOKAHEAD_M
+    }
+}
 
 /// Particles per task of the contact search.
 const CONTACT_CHUNK: usize = 512;
@@ -802,6 +1011,7 @@ struct CacheSlot<'a> {
     queried_at: &'a mut Vec3,
     distance_m: &'a mut Real,
     travel_at: &'a mut f64,
+    candidates: &'a mut Candidates,
 }
 
 impl ProximityCache {
@@ -820,6 +1030,7 @@ impl ProximityCache {
             self.queried_at = vec![Vec3::ZERO; n];
             self.distance_m = vec![0.0; n];
             self.travel_at = vec![0.0; n];
+            self.candidates = vec![Candidates::default(); n];
         }
     }
 }
@@ -857,6 +1068,76 @@ mod tests {
     /// A closed unit cube centred at the origin, outward winding.
     fn cube() -> Mesh {
         crate::shapes::cuboid("cube", Vec3::splat(-0.5), Vec3::splat(0.5))
+    }
+
+    /// The candidate triangles kept per particle give the contacts the BVH gives: particles
+    /// wandering near a sphere and a cube (a closed body; pole vertices where many triangles
+    /// meet, flat faces, edges and corners), the body moving a little every step. Run once with
+    /// a cache kept across the steps (lists served from the candidates) and once with a fresh
+    /// cache every step (every query by the BVH): the same particles in contact, the same
+    /// points and normals up to rounding (two triangles sharing the closest edge may both
+    /// report it).
+    #[test]
+    fn candidate_lists_find_the_contacts_the_bvh_finds() {
+        for (name, body) in [
+            ("sphere", crate::shapes::uv_sphere(0.3, 32, 16)),
+            ("cube", cube()),
+        ] {
+            let mut kept = BodyCollider::new(&body).unwrap();
+            let mut fresh = BodyCollider::new(&body).unwrap();
+            let n = 400;
+            let mut x: Vec<Vec3> = (0..n)
+                .map(|i| {
+                    // Points spread over directions, 0–20 mm outside and inside the surface.
+                    let t = i as Real * 2.399_963;
+                    let y = 1.0 - 2.0 * (i as Real + 0.5) / n as Real;
+                    let r = (1.0 - y * y).sqrt();
+                    let dir = Vec3::new(r * t.cos(), y, r * t.sin());
+                    let surface = if name == "sphere" {
+                        0.3
+                    } else {
+                        0.5 / dir.abs().max_element()
+                    };
+                    dir * (surface + 0.02 * ((i % 7) as Real / 3.0 - 1.0))
+                })
+                .collect();
+            let w = vec![1.0; n];
+            let mut cache = ProximityCache::new(false);
+            let (mut served, mut contacts) = (0, 0);
+            for step in 0..40 {
+                let offset = Vec3::new(0.0004 * step as Real, 0.0, 0.0);
+                let pose: Vec<Vec3> = body.positions.iter().map(|p| *p + offset).collect();
+                kept.set_pose(&pose).unwrap();
+                fresh.set_pose(&pose).unwrap();
+                let prev = x.clone();
+                for (i, p) in x.iter_mut().enumerate() {
+                    let a = (i as Real * 0.7 + step as Real * 0.3).sin();
+                    *p += Vec3::new(a, -a * 0.5, 0.3) * 0.0007;
+                }
+                let (mut a, mut b) = (Vec::new(), Vec::new());
+                kept.contacts(&prev, &x, &w, 0.005, 0.005, &mut cache, &mut a);
+                let mut cold = ProximityCache::new(false);
+                fresh.contacts(&prev, &x, &w, 0.005, 0.005, &mut cold, &mut b);
+                let ids = |c: &[Contact]| c.iter().map(|k| k.particle).collect::<Vec<_>>();
+                assert_eq!(ids(&a), ids(&b), "{name}, step {step}");
+                for (k, l) in a.iter().zip(&b) {
+                    assert!(
+                        k.point_m.distance(l.point_m) < 1e-6,
+                        "{name} {step}: {k:?} {l:?}"
+                    );
+                    assert!(
+                        k.normal.distance(l.normal) < 1e-4,
+                        "{name} {step}: {k:?} {l:?}"
+                    );
+                    assert!(k.body_motion_m.distance(l.body_motion_m) < 1e-6);
+                    assert_relative_eq!(k.thickness_m, l.thickness_m, epsilon = 1e-7);
+                }
+                contacts += a.len();
+                served += cache.candidates.iter().filter(|c| c.radius_m > 0.0).count();
+            }
+            assert!(contacts > 1000, "{name}: {contacts} contacts");
+            assert!(served > 1000, "{name}: lists in use {served}");
+        }
     }
 
     /// Rebuilding leaves the collider exactly as refitting does: inside test, surface motion
