@@ -280,9 +280,9 @@ pub fn dihedral_angle_and_gradient(p: [Vec3; 4]) -> Option<(Real, [Vec3; 4])> {
     let e_hat = e / e_len;
     let m1 = n1 / n1_len2;
     let m2 = n2 / n2_len2;
-    let n1h = n1 / n1_len2.sqrt();
-    let n2h = n2 / n2_len2.sqrt();
-    let theta = (n1h.cross(n2h).dot(e_hat)).atan2(n1h.dot(n2h));
+    // atan2((n̂₁ × n̂₂)·ê, n̂₁·n̂₂) with both arguments multiplied by |n₁||n₂||e| > 0, which
+    // leaves the angle unchanged and saves normalising the normals.
+    let theta = crate::math::atan2(n1.cross(n2).dot(e), n1.dot(n2) * e_len);
     let u1 = m1 * e_len;
     let u2 = m2 * e_len;
     let u3 = m1 * (x1 - x4).dot(e_hat) + m2 * (x2 - x4).dot(e_hat);
