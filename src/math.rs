@@ -49,7 +49,7 @@ pub fn atan2(y: Real, x: Real) -> Real {
     };
     let z = t * t;
     let poly =
-        (((8.053_744_5e-2 * z - 1.387_768_6e-1) * z + 1.997_771_1e-1) * z - 3.333_294_9e-1) * z;
+        (((8.053_744_5e-2 * z - 1.387_768_6e-1) * z + 1.997_771_1e-1) * z - 3.333_295e-1) * z;
     let mut a = base + (poly * t + t);
     if ay > ax {
         a = FRAC_PI_2 - a;
