@@ -138,6 +138,7 @@ pub struct SolverSettings {
     /// stretch that a few sweeps leave in a loaded cloth at rest falls by the factor `1 − β`
     /// at the cost of one pass over the membrane; at 0.5 and above the slowest modes grow
     /// (the velocity carries the previous substep's correction as well), so that is refused.
+    /// Kinds solved globally ([`StretchSolve::Global`]) start from zero whatever this says.
     /// See docs/solver.md, "Warm start".
     pub warm_start: Real,
 }
@@ -1350,11 +1351,18 @@ impl Solver {
         };
         *warm_h = h;
         if warm > 0.0 {
+            // Only the kinds projected by sweeps: a global solve converges each sweep on its
+            // own (and warm-starts its conjugate gradients), and a warm multiplier on top of it
+            // was measured to throw the standard scene's cloth off the sphere.
+            let edges = model.membrane == Membrane::Edges;
+            let stretch_sweep = edges && settings.stretch_solve == StretchSolve::Sweep;
+            let shear_sweep = settings.shear_solve == StretchSolve::Sweep
+                && (edges || settings.stretch_solve == StretchSolve::Sweep);
             report.degenerate += warm_start(
                 &mut p.x,
                 &p.inv_mass,
                 model,
-                warm,
+                [stretch_sweep, shear_sweep].map(|on| if on { warm } else { 0.0 }),
                 lambda_stretch,
                 lambda_shear,
                 lambda_bend,
@@ -1640,18 +1648,17 @@ impl Solver {
 }
 
 /// Stage 4 with a warm start: scales each membrane multiplier (stretch edges, and the shear
-/// rows, which hold the yarn strains too with [`Membrane::Triangles`]) by `warm` and applies the
+/// rows, which hold the yarn strains too with [`Membrane::Triangles`]) by its kind's factor
+/// (0 for a kind not projected by sweeps) and applies the
 /// position change it stands for, `w_i·∇C_i·λ`, at the predicted positions, so the sweeps start
 /// from the previous substep's forces. Bending starts from zero: its loads are local, and its
 /// gradient is the dearest to evaluate. Returns the constraints skipped as degenerate (their
 /// multiplier is set to 0).
-///
-/// With the membrane per triangle the edges are not projected, so their multipliers stay 0.
 fn warm_start(
     x: &mut [Vec3],
     w: &[Real],
     model: &ClothModel,
-    warm: Real,
+    [warm_stretch, warm_shear]: [Real; 2],
     lambda_stretch: &mut [Real],
     lambda_shear: &mut [Real],
     lambda_bend: &mut [Real],
@@ -1678,18 +1685,14 @@ fn warm_start(
         }
     }
     let mut degenerate = 0;
-    if model.membrane == Membrane::Edges {
-        for (c, l) in model.stretch.iter().zip(lambda_stretch.iter_mut()) {
-            *l *= warm;
-            if *l != 0.0 {
-                degenerate += apply(x, w, c.particles, l, distance_gradient);
-            }
+    for (c, l) in model.stretch.iter().zip(lambda_stretch.iter_mut()) {
+        *l *= warm_stretch;
+        if *l != 0.0 {
+            degenerate += apply(x, w, c.particles, l, distance_gradient);
         }
-    } else {
-        lambda_stretch.fill(0.0);
     }
     for (c, l) in model.shear.iter().zip(lambda_shear.iter_mut()) {
-        *l *= warm;
+        *l *= warm_shear;
         if *l != 0.0 {
             degenerate += apply(x, w, c.particles, l, |p| {
                 triangle_strain_and_gradient(p, c.rest_inverse, c.strain).map(|(_, g)| g)
