@@ -342,7 +342,7 @@ pub fn check_time_step(dt_s: Real) -> Result<(), SimError> {
 }
 
 /// Particle state, as a structure of arrays.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Debug, Default, PartialEq)]
 pub struct Particles {
     /// Positions (m).
     pub x: Vec<Vec3>,
@@ -352,6 +352,26 @@ pub struct Particles {
     pub v: Vec<Vec3>,
     /// Inverse masses (1/kg); 0 for a hard-pinned particle.
     pub inv_mass: Vec<Real>,
+}
+
+impl Clone for Particles {
+    fn clone(&self) -> Self {
+        Self {
+            x: self.x.clone(),
+            x_prev: self.x_prev.clone(),
+            v: self.v.clone(),
+            inv_mass: self.inv_mass.clone(),
+        }
+    }
+
+    /// Copies into the existing buffers: the solver checkpoints the particles every substep,
+    /// and the derived `clone_from` would allocate four new vectors each time.
+    fn clone_from(&mut self, source: &Self) {
+        self.x.clone_from(&source.x);
+        self.x_prev.clone_from(&source.x_prev);
+        self.v.clone_from(&source.v);
+        self.inv_mass.clone_from(&source.inv_mass);
+    }
 }
 
 impl Particles {
