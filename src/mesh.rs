@@ -262,7 +262,12 @@ pub fn weld(mesh: &Mesh, tolerance_m: Real) -> Welded {
         'search: for dx in -1..=1 {
             for dy in -1..=1 {
                 for dz in -1..=1 {
-                    if let Some(list) = grid.get(&[c[0] + dx, c[1] + dy, c[2] + dz]) {
+                    let near = [
+                        c[0].saturating_add(dx),
+                        c[1].saturating_add(dy),
+                        c[2].saturating_add(dz),
+                    ];
+                    if let Some(list) = grid.get(&near) {
                         for &w in list {
                             if mesh.positions[keep[w as usize] as usize].distance_squared(p) <= tol2
                             {

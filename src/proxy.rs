@@ -494,7 +494,10 @@ fn simplify_to(welded: &Mesh, target_vertices: usize, options: &ProxyOptions) ->
         pieces
             .iter()
             .map(|p| {
-                let triangles = (total_triangles * p.area_share).round().max(1.0) as usize;
+                // A sparse piece beside a dense one can be asked for more triangles than it has
+                // (meshoptimizer aborts the process on a target above the input).
+                let triangles = ((total_triangles * p.area_share).round().max(1.0) as usize)
+                    .min(p.indices.len() / 3);
                 meshopt::simplify_with_locks_decoder(
                     &p.indices,
                     &p.positions,
@@ -959,6 +962,29 @@ mod tests {
             }
         }
         Mesh::new("grid", positions, indices)
+    }
+
+    /// A dense piece beside a large sparse one (two triangles with most of the area): the
+    /// sparse piece's share of the target exceeds its own triangles, which meshoptimizer
+    /// refuses by aborting the process. Each piece is asked for at most what it has.
+    #[test]
+    fn a_sparse_piece_beside_a_dense_one_is_not_asked_for_more_than_it_has() {
+        let dense = grid(30, 0.5, Vec3::ZERO);
+        let sparse = grid(2, 1.0, Vec3::new(1.0, 0.0, 0.0));
+        let mut m = dense.clone();
+        let offset = m.positions.len() as u32;
+        m.positions.extend(&sparse.positions);
+        m.indices
+            .extend(sparse.indices.iter().map(|t| t.map(|i| i + offset)));
+        for target in [
+            ProxyTarget::Vertices(3),
+            ProxyTarget::Vertices(5),
+            ProxyTarget::Vertices(200),
+            ProxyTarget::EdgeLength(10.0),
+        ] {
+            let p = build_proxy(&m, target).unwrap();
+            assert!(p.mesh.indices.len() >= 2, "{target:?}");
+        }
     }
 
     #[test]

@@ -717,7 +717,7 @@ fn cell_at(p: Vec3, inv_cell: Real) -> [i32; 3] {
 fn cell_count(lo: [i32; 3], hi: [i32; 3]) -> i64 {
     (0..3)
         .map(|a| (hi[a] as i64 - lo[a] as i64 + 1).max(0))
-        .product()
+        .fold(1i64, i64::saturating_mul)
 }
 
 #[inline]

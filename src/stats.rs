@@ -209,7 +209,9 @@ pub fn count_self_intersections(x: &[Vec3], triangles: &[[u32; 3]]) -> usize {
     const MAX_CELLS: i64 = 64;
     let span = |t: usize| -> i64 {
         let (k0, k1) = (key(boxes[t].0), key(boxes[t].1));
-        (0..3).map(|a| k1[a] as i64 - k0[a] as i64 + 1).product()
+        (0..3)
+            .map(|a| k1[a] as i64 - k0[a] as i64 + 1)
+            .fold(1i64, i64::saturating_mul)
     };
     let (big, small): (Vec<usize>, Vec<usize>) =
         (0..triangles.len()).partition(|&t| span(t) > MAX_CELLS);

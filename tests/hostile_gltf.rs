@@ -340,6 +340,33 @@ fn an_accessor_larger_than_its_buffer_is_refused() {
     refused(&path, &["accessor 0", "run past the end of bufferView 0"]);
 }
 
+/// The parser checks an animation channel's sampler but not its target, and the `gltf` crate
+/// unwraps the target when the channel is read: a channel aimed at a node that does not exist,
+/// or at a property that is not translation, rotation, scale or weights, is refused at load.
+#[test]
+fn an_animation_channel_with_a_bad_target_is_refused() {
+    let _serial = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let animation = |target: Value| {
+        json!([{
+            "channels": [{ "sampler": 0, "target": target }],
+            "samplers": [{ "input": 0, "output": 0 }],
+        }])
+    };
+    let mut quad = Quad::valid();
+    quad.json["animations"] = animation(json!({ "node": 99, "path": "translation" }));
+    let path = quad.write_gltf(dir.path(), "bad_channel_node.gltf");
+    refused(
+        &path,
+        &["animation 0, channel 0", "target node 99 does not exist"],
+    );
+
+    let mut quad = Quad::valid();
+    quad.json["animations"] = animation(json!({ "node": 0, "path": "bogus" }));
+    let path = quad.write_gltf(dir.path(), "bad_channel_path.gltf");
+    refused(&path, &["animation 0, channel 0", "target path"]);
+}
+
 #[test]
 fn a_negative_count_is_refused() {
     let _serial = serial();

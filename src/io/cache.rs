@@ -335,6 +335,15 @@ pub fn read_pc2(path: &Path) -> Result<Pc2, CacheError> {
     let start_frame = w.f32();
     let sample_rate = w.f32();
     let frames = count(path, FORMAT, "sample count", w.i32())?;
+    // With no points the length says nothing about the sample count, which would then size
+    // an empty frame list of any length.
+    if points == 0 && frames > 0 {
+        return Err(CacheError::Malformed {
+            path: path.to_path_buf(),
+            format: FORMAT,
+            reason: format!("{frames} samples of no points"),
+        });
+    }
     let expected = points
         .checked_mul(frames)
         .and_then(|n| n.checked_mul(12))
@@ -448,6 +457,15 @@ mod tests {
         }
         fs::write(&pc2, &huge).unwrap();
         assert!(matches!(read_pc2(&pc2), Err(CacheError::Malformed { .. })));
+        // No points and 2³¹ − 1 samples: the length (the bare header) matches, so the count
+        // itself is refused, before a list of empty frames is built.
+        let mut empty_frames = PC2_MAGIC.to_vec();
+        for v in [1i32, 0, 0, 0, i32::MAX] {
+            empty_frames.extend_from_slice(&v.to_le_bytes());
+        }
+        fs::write(&pc2, &empty_frames).unwrap();
+        let e = read_pc2(&pc2).unwrap_err();
+        assert!(e.to_string().contains("samples of no points"), "{e}");
         let mut huge = Vec::new();
         for v in [i32::MAX, i32::MAX] {
             huge.extend_from_slice(&v.to_be_bytes());

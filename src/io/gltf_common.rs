@@ -221,6 +221,33 @@ fn check_sizes_fit(path: &Path, doc: &gltf::Document) -> Result<(), GltfImportEr
             return Err(too_big("buffer", i, "byteLength", b.byte_length.0));
         }
     }
+    // The parser validates the channels' samplers but not their targets, and the `gltf` crate
+    // unwraps both when a channel is read.
+    for (a, anim) in json.animations.iter().enumerate() {
+        for (c, channel) in anim.channels.iter().enumerate() {
+            let target = &channel.target;
+            if target.node.value() >= json.nodes.len() {
+                return Err(malformed(
+                    path,
+                    format!(
+                        "animation {a}, channel {c}: target node {} does not exist (the file has \
+                         {} nodes); {REEXPORT}",
+                        target.node.value(),
+                        json.nodes.len()
+                    ),
+                ));
+            }
+            if !matches!(target.path, gltf::json::validation::Checked::Valid(_)) {
+                return Err(malformed(
+                    path,
+                    format!(
+                        "animation {a}, channel {c}: the target path is not translation, \
+                         rotation, scale or weights; {REEXPORT}"
+                    ),
+                ));
+            }
+        }
+    }
     Ok(())
 }
 
