@@ -77,6 +77,9 @@ fn is_one(s: &Real) -> bool {
     *s == 1.0
 }
 
+/// Largest `unit_scale` a scene may give (file units of a kilometre).
+pub const MAX_UNIT_SCALE: Real = 1000.0;
+
 /// Bodies whose largest rest-pose extent is above this (m) get a unit warning when their
 /// `unit_scale` is 1: no character is 10 m tall; the file is likely in centimetres or inches.
 pub const MAX_PLAUSIBLE_BODY_M: Real = 10.0;
@@ -519,15 +522,17 @@ impl Scene {
         self.solver
             .validate()
             .map_err(|e| field("solver".into(), e.to_string()))?;
+        // Up to kilometres: a larger factor only blows a file's coordinates past anything the
+        // solver's grids and the exporter can hold.
         let unit_scale = |name: String, s: Real| {
-            if s.is_finite() && s > 0.0 {
+            if s.is_finite() && s > 0.0 && s <= MAX_UNIT_SCALE {
                 Ok(())
             } else {
                 Err(field(
                     name,
                     format!(
-                        "{s} must be a finite factor greater than 0 from the file's units to \
-                         metres (e.g. 0.01 for centimetres)"
+                        "{s} must be a finite factor greater than 0 and at most 1000 from the \
+                         file's units to metres (e.g. 0.01 for centimetres)"
                     ),
                 ))
             }
@@ -717,7 +722,7 @@ mod tests {
         assert_eq!(s.garments[0].unit_scale, 0.001);
         let back = Scene::from_ron(&s.to_ron().unwrap(), Path::new("u.ron")).unwrap();
         assert_eq!(back, s);
-        for bad in ["0.0", "-1.0", "inf", "NaN"] {
+        for bad in ["0.0", "-1.0", "inf", "NaN", "1e20", "1000.5"] {
             let e = parse(&format!(", unit_scale: {bad}"), "")
                 .unwrap_err()
                 .to_string();
