@@ -429,6 +429,14 @@ impl LoadedScene {
                 let mut rig = Rig::load(&file, b.mesh.as_deref())?;
                 warnings.extend(rig.warnings().iter().cloned());
                 rig.scale(b.unit_scale);
+                // The scale can carry a loaded body past the coordinate limit (m) that every
+                // mesh is held to.
+                rig.rest_mesh()
+                    .validate()
+                    .map_err(|source| BakeError::Mesh {
+                        path: file.clone(),
+                        source,
+                    })?;
                 if b.unit_scale == 1.0 {
                     if let Some(w) = body_size_warning(&file, &rig) {
                         log::warn!("{w}");

@@ -128,6 +128,42 @@ fn fox_is_detected_in_centimetres_and_a_cape_drapes_it_at_0_01() {
 }
 
 /// A garment in centimetres with `unit_scale: 0.01` loads as the same garment in metres.
+/// A `unit_scale` that carries the body past the coordinate limit (a box reaching 200 file
+/// units from the origin at the largest allowed factor, 1000: 200 km) is an error naming the
+/// body's file and the distance, not a bake against a body larger than the solver's grids can
+/// hold. The same box at 0.01 loads.
+#[test]
+fn a_body_scaled_past_the_coordinate_limit_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let body = cuboid("box", Vec3::splat(-200.0), Vec3::splat(200.0));
+    write_static_glb(&dir.path().join("box.glb"), &[&body]).unwrap();
+    let cloth = grid_cloth(0.4, 5, 3.0);
+    write_static_glb(&dir.path().join("cloth.glb"), &[&cloth]).unwrap();
+    let scene = |unit_scale| Scene {
+        name: "far-box".into(),
+        body: Some(BodySpec {
+            path: "box.glb".into(),
+            unit_scale,
+            ..Default::default()
+        }),
+        garments: vec![GarmentSpec {
+            name: "cloth".into(),
+            path: "cloth.glb".into(),
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let path = dir.path().join("scene.ron");
+    scene(1000.0).save(&path).unwrap();
+    let e = LoadedScene::load(&path).err().expect("refused").to_string();
+    assert!(
+        e.contains("box.glb") && e.contains("from the origin"),
+        "{e}"
+    );
+    scene(0.01).save(&path).unwrap();
+    LoadedScene::load(&path).expect("a 4 m box loads");
+}
+
 #[test]
 fn a_garment_unit_scale_scales_its_mesh_before_welding() {
     let dir = tempfile::tempdir().unwrap();
