@@ -82,14 +82,9 @@ pub fn solve_distance(
     h: Real,
     lambda: &mut Real,
 ) -> Outcome<2> {
-    let d = p[0] - p[1];
-    let len2 = d.length_squared();
-    if len2 < DEGENERATE_LENGTH_SQ {
+    let Some((c, [n, _])) = distance_and_gradient(p, rest_length_m) else {
         return Outcome::Degenerate;
-    }
-    let len = len2.sqrt();
-    let n = d / len;
-    let c = len - rest_length_m;
+    };
     let Some(dl) = delta_lambda(c, w[0] + w[1], alpha / (h * h), *lambda) else {
         return Outcome::Rigid;
     };
@@ -349,17 +344,18 @@ pub fn multiplier_move<const N: usize>(
     }
 }
 
-/// The gradient of a distance constraint `C = |p₀ − p₁| − L` at `p`, or `None` for coincident
-/// particles.
+/// A distance constraint's value `C = |p₀ − p₁| − rest_length_m` (m) and its gradients
+/// `[n, −n]` (`n` the unit direction from `p₁` to `p₀`), or `None` for coincident particles.
 #[inline]
-pub fn distance_gradient(p: [Vec3; 2]) -> Option<[Vec3; 2]> {
+pub fn distance_and_gradient(p: [Vec3; 2], rest_length_m: Real) -> Option<(Real, [Vec3; 2])> {
     let d = p[0] - p[1];
     let len2 = d.length_squared();
     if len2 < DEGENERATE_LENGTH_SQ {
         return None;
     }
-    let n = d / len2.sqrt();
-    Some([n, -n])
+    let len = len2.sqrt();
+    let n = d / len;
+    Some((len - rest_length_m, [n, -n]))
 }
 
 /// A soft attachment of one particle to a target point: `C = |x − target|`.

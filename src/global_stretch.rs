@@ -26,7 +26,7 @@
 //!
 //! The iteration stops when the residual's norm falls below [`GlobalSolve::tolerance`] times
 //! the right-hand side's, or after [`GlobalSolve::max_iterations`]. Edges shorter than
-//! [`DEGENERATE_LENGTH_SQ`]'s root, or with both ends pinned and no compliance, take no part
+//! [`DEGENERATE_LENGTH_SQ`](crate::math::DEGENERATE_LENGTH_SQ)'s root, or with both ends pinned and no compliance, take no part
 //! (their `Δλ` is 0), as the per-edge projection leaves them.
 //!
 //! The arithmetic is serial and in a fixed order, so the result is deterministic.
@@ -40,9 +40,10 @@
 //! sweep needs grow with the vertex count instead of its square root (tests/cantilever.rs).
 
 use crate::constraints::{
-    dihedral_angle_and_gradient, triangle_strain_and_gradient, wrap_angle, Bend, Distance, Shear,
+    dihedral_angle_and_gradient, distance_and_gradient, triangle_strain_and_gradient, wrap_angle,
+    Bend, Distance, Shear,
 };
-use crate::math::{Real, Vec3, DEGENERATE_LENGTH_SQ};
+use crate::math::{Real, Vec3};
 
 /// A constraint the global solve can take: `K` particles, a compliance, and its value and
 /// gradient at given positions.
@@ -64,14 +65,7 @@ impl GlobalRow<2> for Distance {
     }
     fn linearise(&self, x: &[Vec3]) -> Option<(Real, [Vec3; 2])> {
         let [a, b] = GlobalRow::particles(self);
-        let d = x[a] - x[b];
-        let len2 = d.length_squared();
-        if len2 < DEGENERATE_LENGTH_SQ {
-            return None;
-        }
-        let len = len2.sqrt();
-        let n = d / len;
-        Some((len - self.rest_length_m, [n, -n]))
+        distance_and_gradient([x[a], x[b]], self.rest_length_m)
     }
 }
 

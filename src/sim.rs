@@ -52,7 +52,7 @@ use rayon::prelude::*;
 use crate::batch::{self, Batching, SharedSlice};
 use crate::collide::{BodyCollider, ColliderError, Contact, ProximityCache, SurfaceAnchor};
 use crate::constraints::{
-    distance_gradient, friction_correction, multiplier_move, solve_attachment, solve_bend,
+    distance_and_gradient, friction_correction, multiplier_move, solve_attachment, solve_bend,
     solve_contact, solve_distance, solve_shear, solve_tether, triangle_strain_and_gradient,
     Attachment, Bend, Distance, Outcome, Shear, Strain, Tether,
 };
@@ -1708,7 +1708,9 @@ fn warm_start(
     for (c, l) in model.stretch.iter().zip(lambda_stretch.iter_mut()) {
         *l *= warm_stretch;
         if *l != 0.0 {
-            degenerate += apply(x, w, c.particles, l, distance_gradient);
+            degenerate += apply(x, w, c.particles, l, |p| {
+                distance_and_gradient(p, c.rest_length_m).map(|(_, g)| g)
+            });
         }
     }
     for (c, l) in model.shear.iter().zip(lambda_shear.iter_mut()) {
