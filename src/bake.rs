@@ -16,7 +16,9 @@ use crate::body::{BodyError, Playback, Pose, Rig};
 use crate::collide::{measure_penetrations, BodyCollider, ColliderError};
 use crate::constraints::Attachment;
 use crate::io::gltf_import::{load_mesh_with_warnings, GltfImportError};
-use crate::material::{build_cloth_oriented, build_tethers, warp_directions_from, Fabric};
+use crate::material::{
+    build_cloth_oriented, build_span_limits, build_tethers, warp_directions_from, Fabric,
+};
 use crate::math::{Real, Vec3};
 use crate::mesh::{weld, Mesh, MeshError, QualityReport, Severity, Topology, Welded};
 use crate::proxy::{build_proxy, ProxyQuality};
@@ -812,6 +814,14 @@ impl LoadedScene {
                     t
                 }));
             }
+            if self.scene.solver.span_limit_slack >= 0.0 {
+                let limits =
+                    build_span_limits(sim, &g.topology, self.scene.solver.span_limit_slack);
+                model.span_limits.extend(limits.into_iter().map(|mut s| {
+                    s.particles = s.particles.map(|i| i + base);
+                    s
+                }));
+            }
             let bind = |p: Vec3| -> Option<crate::collide::SurfaceAnchor> {
                 let body = body?;
                 match g.spec.pin_target {
@@ -1270,6 +1280,7 @@ pub fn bake_at(
         bend: model.bend.len(),
         attach: model.pins.len() + model.attach.len(),
         tether: model.tethers.len(),
+        span_limit: model.span_limits.len(),
     };
     let start_frame = scene.timeline.start_frame;
     let sim_err = |frame, source| loaded.sim_error(frame, source);

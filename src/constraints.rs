@@ -412,6 +412,51 @@ pub struct Tether {
     pub max_length_m: Real,
 }
 
+/// A long-range stretch limit between two free particles of one cloth: they may not move
+/// farther apart than `max_length_m`, an upper bound of their geodesic rest distance times
+/// `1 + slack`.
+///
+/// `C = |x_a − x_b| − max_length_m ≤ 0`, an inequality (it only pulls) with no compliance.
+/// Because a surface that is not stretched keeps every geodesic distance and the straight
+/// distance is never longer than the geodesic one, the limit never binds in a cloth whose
+/// strain stays under `slack`: it does not change the physics of the fabric, only how fast a
+/// Gauss–Seidel sweep carries a load across the mesh. Built in levels of doubling spacing over
+/// the whole cloth ([`EdgeGraph::span_limits`]), after the hierarchical constraints of Müller,
+/// *Hierarchical Position Based Dynamics* (VRIPHYS 2008) and the long-range attachments of
+/// Kim, Chentanez & Müller (SCA 2012), which need a pinned vertex. 12 bytes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SpanLimit {
+    /// Particle indices.
+    pub particles: [u32; 2],
+    /// Largest allowed distance (m).
+    pub max_length_m: Real,
+}
+
+/// Projects a span limit `|p₀ − p₁| ≤ max_length_m` on both particles by their inverse masses,
+/// with the accumulated multiplier clamped to `λ ≤ 0` (a limit only pulls).
+#[inline]
+pub fn solve_span_limit(
+    p: [Vec3; 2],
+    w: [Real; 2],
+    max_length_m: Real,
+    lambda: &mut Real,
+) -> Outcome<2> {
+    // Coincident particles are within any limit.
+    let Some((c, [n, _])) = distance_and_gradient(p, max_length_m) else {
+        return Outcome::Move([Vec3::ZERO; 2]);
+    };
+    if c <= 0.0 && *lambda == 0.0 {
+        return Outcome::Move([Vec3::ZERO; 2]);
+    }
+    let Some(dl) = delta_lambda(c, w[0] + w[1], 0.0, *lambda) else {
+        return Outcome::Rigid;
+    };
+    let new_lambda = (*lambda + dl).min(0.0);
+    let dl = new_lambda - *lambda;
+    *lambda = new_lambda;
+    Outcome::Move([n * (w[0] * dl), n * (-w[1] * dl)])
+}
+
 /// The cloth's edges as a graph, for geodesic rest distances along the mesh (compressed rows).
 #[derive(Clone, Debug, Default)]
 pub struct EdgeGraph {
@@ -422,6 +467,7 @@ pub struct EdgeGraph {
     dist: Vec<Real>,
     anchor: Vec<u32>,
     heap: std::collections::BinaryHeap<HeapItem>,
+    touched: Vec<u32>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -471,6 +517,115 @@ impl EdgeGraph {
             targets,
             lengths_m,
             ..Default::default()
+        }
+    }
+
+    /// Visits every vertex within `radius_m` of `source` along the edges, with its distance,
+    /// nearest first.
+    fn within(&mut self, source: u32, radius_m: Real, mut visit: impl FnMut(u32, Real)) {
+        let n = self.offsets.len().saturating_sub(1);
+        if self.dist.len() != n {
+            self.dist.clear();
+            self.dist.resize(n, Real::INFINITY);
+        }
+        for &v in &self.touched {
+            self.dist[v as usize] = Real::INFINITY;
+        }
+        self.touched.clear();
+        self.heap.clear();
+        if source as usize >= n {
+            return;
+        }
+        self.dist[source as usize] = 0.0;
+        self.touched.push(source);
+        self.heap.push(HeapItem(0.0, source));
+        while let Some(HeapItem(d, v)) = self.heap.pop() {
+            let vi = v as usize;
+            if d > self.dist[vi] {
+                continue;
+            }
+            visit(v, d);
+            for k in self.offsets[vi] as usize..self.offsets[vi + 1] as usize {
+                let u = self.targets[k] as usize;
+                let nd = d + self.lengths_m[k];
+                if nd <= radius_m && nd < self.dist[u] {
+                    if self.dist[u] == Real::INFINITY {
+                        self.touched.push(u as u32);
+                    }
+                    self.dist[u] = nd;
+                    self.heap.push(HeapItem(nd, u as u32));
+                }
+            }
+        }
+    }
+
+    /// Appends long-range stretch limits ([`SpanLimit`]) in levels of doubling spacing,
+    /// starting at `1.5 × edge_m` (`edge_m`: the mean edge length), finest level first (a
+    /// forward sweep then carries a correction from short spans to long ones, and the backward
+    /// sweep back), until a level finds no pair or holds a single vertex. Each level picks
+    /// vertices at least its spacing apart along the edges (greedily, in index order) and links
+    /// each pair of them within twice the spacing whose distance along the edges `g` is at most
+    /// `(1 + tightness)` times their straight rest distance (`rest`): `g` is then within that
+    /// factor of their geodesic distance, so the limit `g·(1 + slack)` is tight, and it is
+    /// never below the geodesic distance, so it is safe. Pairs whose path bends more (around a
+    /// hole, across a curved rest shape) are left out.
+    pub fn span_limits(
+        &mut self,
+        rest: &[Vec3],
+        edge_m: Real,
+        slack: Real,
+        tightness: Real,
+        out: &mut Vec<SpanLimit>,
+    ) {
+        let n = self.offsets.len().saturating_sub(1).min(rest.len());
+        if n < 2 || edge_m <= 0.0 || !edge_m.is_finite() {
+            return;
+        }
+        let mut cover = vec![Real::INFINITY; n];
+        let mut coarse = vec![false; n];
+        let mut chosen = Vec::new();
+        // 1.5 edges: measured on the standard scene (N = 64, 10 substeps), the last frame's
+        // mean stretch is 0.47 % from 1.5 against 1.04 % from 2 edges, 0.40 % from 1 edge
+        // with twice the limits.
+        let mut r = 1.5 * edge_m;
+        loop {
+            cover.fill(Real::INFINITY);
+            coarse.fill(false);
+            chosen.clear();
+            for v in 0..n {
+                let has_edges = self.offsets[v + 1] > self.offsets[v];
+                if !has_edges || cover[v] < r {
+                    continue;
+                }
+                coarse[v] = true;
+                chosen.push(v as u32);
+                self.within(v as u32, r, |u, d| {
+                    let c = &mut cover[u as usize];
+                    *c = c.min(d);
+                });
+            }
+            if chosen.len() < 2 {
+                break;
+            }
+            let before = out.len();
+            for &v in &chosen {
+                self.within(v, 2.0 * r, |u, g| {
+                    if u > v && coarse[u as usize] {
+                        let straight = rest[v as usize].distance(rest[u as usize]);
+                        if g <= (1.0 + tightness) * straight {
+                            out.push(SpanLimit {
+                                particles: [v, u],
+                                max_length_m: g * (1.0 + slack),
+                            });
+                        }
+                    }
+                });
+            }
+            // A level without a pair ends it (the pieces are narrower than the spacing).
+            if out.len() == before || r > 1e6 * edge_m {
+                break;
+            }
+            r *= 2.0;
         }
     }
 
@@ -842,6 +997,49 @@ mod tests {
         ));
         assert_eq!(d[0], Vec3::ZERO);
         assert_eq!(lambda, 0.0);
+    }
+
+    #[test]
+    fn span_limit_pulls_both_ends_by_inverse_mass_and_never_pushes() {
+        // 1.2 m apart with a 1 m limit, masses 1 kg and 3 kg: the 0.2 m close in the ratio 3:1.
+        let mut lambda = 0.0;
+        let d = moved(solve_span_limit(
+            [Vec3::new(1.2, 0.0, 0.0), Vec3::ZERO],
+            [1.0, 1.0 / 3.0],
+            1.0,
+            &mut lambda,
+        ));
+        assert_relative_eq!(d[0].x, -0.15, epsilon = 1e-6);
+        assert_relative_eq!(d[1].x, 0.05, epsilon = 1e-6);
+        assert!(lambda < 0.0);
+        // Within the limit: nothing, and a pull already given is taken back only down to zero.
+        let mut lambda = 0.0;
+        let d = moved(solve_span_limit(
+            [Vec3::new(0.5, 0.0, 0.0), Vec3::ZERO],
+            [1.0, 1.0],
+            1.0,
+            &mut lambda,
+        ));
+        assert_eq!(d, [Vec3::ZERO; 2]);
+        assert_eq!(lambda, 0.0);
+        let mut lambda = -0.1;
+        let d = moved(solve_span_limit(
+            [Vec3::new(0.5, 0.0, 0.0), Vec3::ZERO],
+            [1.0, 1.0],
+            1.0,
+            &mut lambda,
+        ));
+        assert_eq!(lambda, 0.0);
+        assert_relative_eq!(d[0].x, 0.1, epsilon = 1e-6);
+        // Coincident particles are within any limit.
+        let mut lambda = 0.0;
+        let d = moved(solve_span_limit(
+            [Vec3::ONE; 2],
+            [1.0, 1.0],
+            1.0,
+            &mut lambda,
+        ));
+        assert_eq!(d, [Vec3::ZERO; 2]);
     }
 
     #[test]

@@ -26,7 +26,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::constraints::{shear_rest_inverse, Bend, Distance, EdgeGraph, Shear, Strain, Tether};
+use crate::constraints::{
+    shear_rest_inverse, Bend, Distance, EdgeGraph, Shear, SpanLimit, Strain, Tether,
+};
 use crate::math::{triangle_area, Real, Vec3, DEGENERATE_AREA_M2};
 use crate::mesh::{Mesh, Topology};
 use parry3d::query::PointQueryWithLocation;
@@ -496,6 +498,56 @@ pub fn build_tethers(mesh: &Mesh, topology: &Topology, pinned: &[u32], slack: Re
     out
 }
 
+/// Long-range stretch limits over the whole cloth ([`SpanLimit`]), in levels of doubling
+/// spacing from 1.5 mean edge lengths ([`EdgeGraph::span_limits`]), each at most `(1 + slack)` times an upper bound of
+/// the geodesic rest distance of its pair. The geodesic bound is the shortest path along the
+/// edges and, across each interior edge whose two triangles unfold into a convex
+/// quadrilateral, the straight line between the opposite vertices in the unfolded pair, so a
+/// path along either diagonal of a grid is exact. Only pairs whose bound is within
+/// [`SPAN_LIMIT_TIGHTNESS`] of their straight rest distance are kept.
+pub fn build_span_limits(mesh: &Mesh, topology: &Topology, slack: Real) -> Vec<SpanLimit> {
+    let x = &mesh.positions;
+    if topology.edges.is_empty() {
+        return Vec::new();
+    }
+    let unfolded = topology.bend_pairs.iter().filter_map(|b| {
+        let [a, c] = b.edge.map(|i| x[i as usize]);
+        let [p, q] = b.opposite.map(|i| x[i as usize]);
+        let e = c - a;
+        let len = e.length();
+        if len <= 0.0 || !len.is_finite() {
+            return None;
+        }
+        let u = e / len;
+        // Coordinates along the edge and heights off it, on either side once unfolded.
+        let (sp, sq) = ((p - a).dot(u), (q - a).dot(u));
+        let (hp, hq) = ((p - a - u * sp).length(), (q - a - u * sq).length());
+        if hp <= 0.0 || hq <= 0.0 || hp.is_nan() || hq.is_nan() {
+            return None;
+        }
+        // Where the straight line crosses the edge's line: inside the edge when convex.
+        let cross = sp + (sq - sp) * hp / (hp + hq);
+        (cross > 0.0 && cross < len).then(|| {
+            let d = ((sq - sp).powi(2) + (hp + hq).powi(2)).sqrt();
+            (b.opposite, d)
+        })
+    });
+    let edges = topology
+        .edges
+        .iter()
+        .map(|&[a, b]| ([a, b], x[a as usize].distance(x[b as usize])));
+    let mean_edge_m = edges.clone().map(|(_, l)| l).sum::<Real>() / topology.edges.len() as Real;
+    let all: Vec<([u32; 2], Real)> = edges.chain(unfolded).collect();
+    let mut graph = EdgeGraph::new(x.len(), all.iter().copied());
+    let mut out = Vec::new();
+    graph.span_limits(x, mean_edge_m, slack, SPAN_LIMIT_TIGHTNESS, &mut out);
+    out
+}
+
+/// How much longer than the straight rest distance a span limit's path along the mesh may be
+/// (a fraction): pairs over it are left out of [`build_span_limits`].
+pub const SPAN_LIMIT_TIGHTNESS: Real = 0.02;
+
 /// An orthotropic stiffness along a direction whose squared cosine to the warp is `cos2`:
 /// `warp·cos²θ + weft·sin²θ` (the usual interpolation of a woven fabric's directional
 /// stiffness between its two yarn directions).
@@ -765,6 +817,104 @@ mod tests {
         let far = tethers.iter().find(|t| t.particle == 24).unwrap();
         assert_relative_eq!(far.max_length_m, 1.0, max_relative = 1e-5);
         assert_eq!(far.anchor, 4);
+    }
+
+    /// Rest grid `n × n` of 1 m, wrapped round a cylinder of radius `radius_m` about the Z
+    /// axis (its vertices on the cylinder, so its X edges are chords); returns it and its
+    /// unfolding, a flat grid whose X spacing is the chord, which has the same edges and
+    /// geodesic distances as the faceted wrapped mesh.
+    fn wrapped_grid(n: u32, radius_m: Real) -> (Mesh, Mesh) {
+        let flat = grid(n, 1.0);
+        let mut wrapped = flat.clone();
+        for p in &mut wrapped.positions {
+            let theta = p.x / radius_m;
+            *p = Vec3::new(radius_m * theta.sin(), radius_m * theta.cos(), p.z);
+        }
+        let spacing = 1.0 / (n - 1) as Real;
+        let chord = 2.0 * radius_m * (spacing / (2.0 * radius_m)).sin();
+        let mut unfolded = flat;
+        for p in &mut unfolded.positions {
+            p.x *= chord / spacing;
+        }
+        (wrapped, unfolded)
+    }
+
+    #[test]
+    fn span_limits_are_safe_and_tight_and_reach_across_the_cloth() {
+        for radius_m in [Real::INFINITY, 0.25] {
+            let (mesh, flat) = if radius_m.is_finite() {
+                wrapped_grid(33, radius_m)
+            } else {
+                (grid(33, 1.0), grid(33, 1.0))
+            };
+            let limits = build_span_limits(&mesh, &Topology::new(&mesh), 0.0);
+            let n = mesh.positions.len();
+            assert!(
+                limits.len() > n / 2,
+                "{} limits for {n} vertices",
+                limits.len()
+            );
+            let (mut longest, mut widest): (Real, Real) = (0.0, 0.0);
+            for l in &limits {
+                let [a, b] = l.particles.map(|i| i as usize);
+                // The geodesic distance is the unfolded twin's straight distance: no limit may
+                // be shorter, or it would hold the cloth short of its rest shape.
+                let geodesic = flat.positions[a].distance(flat.positions[b]);
+                assert!(
+                    l.max_length_m >= geodesic * (1.0 - 1e-5),
+                    "limit {} under geodesic {geodesic} (radius {radius_m})",
+                    l.max_length_m
+                );
+                let straight = mesh.positions[a].distance(mesh.positions[b]);
+                assert!(l.max_length_m <= straight * (1.0 + SPAN_LIMIT_TIGHTNESS) + 1e-6);
+                longest = longest.max(geodesic);
+                widest = widest.max((flat.positions[a].x - flat.positions[b].x).abs());
+            }
+            // Long limits run across the flat cloth and along the cylinder's axis...
+            assert!(
+                longest > 0.4,
+                "longest span {longest} m (radius {radius_m})"
+            );
+            if radius_m.is_finite() {
+                // ...but round a 0.25 m cylinder a chord is within 2 % of its arc only up to
+                // about 0.17 m of arc (2·R·sin(s/2R) = 0.98·s).
+                assert!(widest < 0.2, "widest span {widest} m round the cylinder");
+            }
+        }
+    }
+
+    #[test]
+    fn span_limits_with_slack_and_on_a_scrambled_grid() {
+        let mut m = grid(17, 1.0);
+        let topo = Topology::new(&m);
+        let tight = build_span_limits(&m, &topo, 0.0);
+        let slack = build_span_limits(&m, &topo, 0.05);
+        assert_eq!(tight.len(), slack.len());
+        for (t, s) in tight.iter().zip(&slack) {
+            assert_relative_eq!(s.max_length_m, t.max_length_m * 1.05, max_relative = 1e-6);
+        }
+        // Jitter the interior by up to a fifth of an edge: fewer pairs pass the tightness test
+        // (paths along irregular edges bend), but every kept one is still safe and tight.
+        let h = 1.0 / 16.0;
+        for (k, p) in m.positions.iter_mut().enumerate() {
+            let (i, j) = (k % 17, k / 17);
+            if i > 0 && i < 16 && j > 0 && j < 16 {
+                let s = (k as Real * 12.9898).sin() * 43_758.547;
+                let r = s - s.floor();
+                p.x += 0.2 * h * (r - 0.5);
+                p.z += 0.2 * h * ((r * 7.0).fract() - 0.5);
+            }
+        }
+        let limits = build_span_limits(&m, &Topology::new(&m), 0.0);
+        assert!(limits.len() > 17 * 17 / 4, "{} limits", limits.len());
+        for l in &limits {
+            let [a, b] = l.particles.map(|i| m.positions[i as usize]);
+            let straight = a.distance(b);
+            assert!(l.max_length_m >= straight * (1.0 - 1e-5));
+            assert!(l.max_length_m <= straight * (1.0 + SPAN_LIMIT_TIGHTNESS) + 1e-6);
+        }
+        // A mesh without edges has none.
+        assert!(build_span_limits(&Mesh::default(), &Topology::default(), 0.0).is_empty());
     }
 
     #[test]

@@ -53,8 +53,9 @@ use crate::batch::{self, Batching, SharedSlice};
 use crate::collide::{BodyCollider, ColliderError, Contact, ProximityCache, SurfaceAnchor};
 use crate::constraints::{
     distance_and_gradient, friction_correction, multiplier_move, solve_attachment, solve_bend,
-    solve_contact, solve_distance, solve_shear, solve_tether, triangle_strain_and_gradient,
-    Attachment, Bend, Distance, Outcome, Shear, Strain, Tether,
+    solve_contact, solve_distance, solve_shear, solve_span_limit, solve_tether,
+    triangle_strain_and_gradient, Attachment, Bend, Distance, Outcome, Shear, SpanLimit, Strain,
+    Tether,
 };
 use crate::global_stretch::{GlobalBend, GlobalShear, GlobalStretch};
 use crate::material::ClothConstraints;
@@ -92,6 +93,12 @@ pub struct SolverSettings {
     /// Slack of the long-range tethers from pinned vertices: a vertex may move up to
     /// `(1 + slack)` times its geodesic rest distance from its pin. Negative turns tethers off.
     pub tether_slack: Real,
+    /// Slack of the long-range stretch limits over the whole cloth ([`SpanLimit`]): two
+    /// vertices may move up to `(1 + slack)` times (an upper bound of) their geodesic rest
+    /// distance apart, in levels of doubling spacing. They never bind in a cloth whose strain
+    /// stays under the slack, so they leave the fabric's physics alone while carrying a load
+    /// across the mesh in one sweep (docs/solver.md, "Span limits"). Negative turns them off.
+    pub span_limit_slack: Real,
     /// A particle left deeper than this behind a body contact after the projection counts as a
     /// failed substep (m). Not checked while settling.
     pub failure_penetration_m: Real,
@@ -168,6 +175,7 @@ impl Default for SolverSettings {
             failure_stretch: 1.0,
             max_retries: 3,
             tether_slack: 0.0,
+            span_limit_slack: -1.0,
             failure_penetration_m: 0.02,
             max_speed_m_per_s: 50.0,
             self_collision: false,
@@ -266,6 +274,13 @@ impl SolverSettings {
                 "tether_slack",
                 self.tether_slack.to_string(),
                 "must be a finite number (negative turns tethers off)",
+            );
+        }
+        if !self.span_limit_slack.is_finite() {
+            return bad(
+                "span_limit_slack",
+                self.span_limit_slack.to_string(),
+                "must be a finite number (negative turns span limits off)",
             );
         }
         if self.gravity_m_per_s2.iter().any(|g| !g.is_finite()) {
@@ -437,6 +452,9 @@ pub struct ClothModel {
     pub pins: Vec<Pin>,
     /// Long-range tethers to pinned particles.
     pub tethers: Vec<Tether>,
+    /// Long-range stretch limits between free particles
+    /// ([`SolverSettings::span_limit_slack`]).
+    pub span_limits: Vec<SpanLimit>,
     /// Pins and soft attachments whose targets are bound to the body surface; their targets
     /// follow the body at every substep.
     pub body_bindings: Vec<BodyBinding>,
@@ -594,6 +612,7 @@ pub struct Solver {
     lambda_bend: Vec<Real>,
     lambda_attach: Vec<Real>,
     lambda_tether: Vec<Real>,
+    lambda_span: Vec<Real>,
     contacts: Vec<Contact>,
     lambda_contact: Vec<Real>,
     proximity: ProximityCache,
@@ -860,6 +879,14 @@ impl Solver {
                 .flat_map(|(i, c)| [(i, c.particle), (i, c.anchor)]),
         )?;
         check(
+            "span limit",
+            &mut model
+                .span_limits
+                .iter()
+                .enumerate()
+                .flat_map(|(i, c)| c.particles.map(|p| (i, p))),
+        )?;
+        check(
             "pin",
             &mut model.pins.iter().enumerate().map(|(i, c)| (i, c.particle)),
         )?;
@@ -993,6 +1020,7 @@ impl Solver {
             lambda_bend: vec![0.0; model.bend.len()],
             lambda_attach: vec![0.0; model.attach.len()],
             lambda_tether: vec![0.0; model.tethers.len()],
+            lambda_span: vec![0.0; model.span_limits.len()],
             contacts: Vec::new(),
             lambda_contact: Vec::new(),
             proximity: ProximityCache::new(settings.parallel),
@@ -1295,6 +1323,7 @@ impl Solver {
             lambda_bend,
             lambda_attach,
             lambda_tether,
+            lambda_span,
             contacts,
             lambda_contact,
             proximity,
@@ -1394,6 +1423,7 @@ impl Solver {
         }
         lambda_attach.fill(0.0);
         lambda_tether.fill(0.0);
+        lambda_span.fill(0.0);
         *lambda_drag = 0.0;
         if let Some(d) = drag.as_ref() {
             let step = (d.target_m - *drag_point).clamp_length_max(DRAG_SPEED_M_PER_S * h);
@@ -1436,6 +1466,15 @@ impl Solver {
                 let (i, a) = (c.particle as usize, c.anchor as usize);
                 if let Outcome::Move([d]) = solve_tether(x[i], w[i], x[a], c.max_length_m, l) {
                     x[i] += d;
+                }
+            });
+            sweep(&model.span_limits, lambda_span, reverse, |(c, l)| {
+                let [a, b] = c.particles.map(|i| i as usize);
+                if let Outcome::Move([da, db]) =
+                    solve_span_limit([x[a], x[b]], [w[a], w[b]], c.max_length_m, l)
+                {
+                    x[a] += da;
+                    x[b] += db;
                 }
             });
             // With the membrane per triangle the edges are only measured; the yarn strains are
@@ -1582,24 +1621,7 @@ impl Solver {
                 report.bend_cg_iterations += g.iterations as u64;
             }
             report.degenerate += stretch.degenerate + shear.degenerate + bend.degenerate;
-            for (c, l) in contacts.iter().zip(lambda_contact.iter_mut()) {
-                let i = c.particle as usize;
-                let before = *l;
-                if let Outcome::Move([d]) =
-                    solve_contact(x[i], w[i], c.point_m, c.normal, c.thickness_m, l)
-                {
-                    match max_push {
-                        // Settling: limit the move, and the multiplier with it, so friction
-                        // (which reads λ) sees only the push that was applied.
-                        Some(m) if d.length_squared() > m * m => {
-                            let f = m / d.length();
-                            x[i] += d * f;
-                            *l = before + (*l - before) * f;
-                        }
-                        _ => x[i] += d,
-                    }
-                }
-            }
+            project_contacts(x, w, contacts, lambda_contact, max_push);
             if let Some(sc) = self_collision.as_mut() {
                 sc.project(x, w, reverse);
             }
@@ -1615,6 +1637,7 @@ impl Solver {
             + model.bend.len()
             + model.attach.len()
             + model.tethers.len()
+            + model.span_limits.len()
             + usize::from(drag.is_some())
             + contacts.len()
             + self_contacts;
@@ -1664,6 +1687,34 @@ impl Solver {
         );
         times.check += t.elapsed();
         result
+    }
+}
+
+/// Projects the body contacts once, in order (stage 5 of the substep); `max_push` limits each
+/// move while settling.
+fn project_contacts(
+    x: &mut [Vec3],
+    w: &[Real],
+    contacts: &[Contact],
+    lambda_contact: &mut [Real],
+    max_push: Option<Real>,
+) {
+    for (c, l) in contacts.iter().zip(lambda_contact.iter_mut()) {
+        let i = c.particle as usize;
+        let before = *l;
+        if let Outcome::Move([d]) = solve_contact(x[i], w[i], c.point_m, c.normal, c.thickness_m, l)
+        {
+            match max_push {
+                // Settling: limit the move, and the multiplier with it, so friction
+                // (which reads λ) sees only the push that was applied.
+                Some(m) if d.length_squared() > m * m => {
+                    let f = m / d.length();
+                    x[i] += d * f;
+                    *l = before + (*l - before) * f;
+                }
+                _ => x[i] += d,
+            }
+        }
     }
 }
 
@@ -1827,6 +1878,19 @@ mod tests {
         m.stretch[0].compliance_m_per_n = -1.0;
         let e = Solver::new(SolverSettings::default(), m, None).unwrap_err();
         assert!(e.to_string().contains("compliance"));
+        let bad = SolverSettings {
+            span_limit_slack: Real::NAN,
+            ..Default::default()
+        };
+        let e = bad.validate().unwrap_err().to_string();
+        assert!(e.contains("span_limit_slack"), "{e}");
+        let mut m = pendulum(0.0);
+        m.span_limits.push(SpanLimit {
+            particles: [0, 7],
+            max_length_m: 1.0,
+        });
+        let e = Solver::new(SolverSettings::default(), m, None).unwrap_err();
+        assert!(e.to_string().contains("span limit"), "{e}");
     }
 
     #[test]

@@ -24,6 +24,9 @@ pub struct ConstraintCounts {
     pub attach: usize,
     /// Long-range tethers.
     pub tether: usize,
+    /// Long-range stretch limits between free particles (span limits).
+    #[serde(default)]
+    pub span_limit: usize,
 }
 
 /// Measurements at the end of one frame.
