@@ -16,8 +16,8 @@
 //!    [`BodyCollider::contacts`]).
 //! 4. **Reset**: every multiplier `λ` is set to 0; it accumulates over this substep's iterations.
 //! 5. **Project**, `iterations` times a symmetric Gauss–Seidel pass (a forward sweep, then a
-//!    backward sweep): soft attachments → tethers → stretch → shear → bend → contacts
-//!    (inequality, accumulated `λ ≥ 0`).
+//!    backward sweep): soft attachments → tethers → span limits → stretch → shear → bend →
+//!    contacts (inequality, accumulated `λ ≥ 0`).
 //! 6. **Velocities**: `v = (x − x_prev)/h`; then Coulomb friction against the body at the
 //!    velocity level (the only friction model: none on positions); then damping
 //!    `v ← v·exp(−c·h)`.
