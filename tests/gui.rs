@@ -181,6 +181,27 @@ fn undo_restores_a_property_change() {
 }
 
 #[test]
+fn the_span_limits_check_box_rebuilds_the_solver_with_them_and_undo_takes_them_away() {
+    let mut h = harness(None);
+    loaded(&mut h);
+    wait_until(&mut h, "the first model", |a| {
+        a.solver_span_limits == Some(0)
+    });
+    assert!(h.state().doc.scene.solver.span_limit_slack < 0.0);
+    h.get_by_label("Limit long-range stretch").click();
+    h.run_steps(2);
+    assert_eq!(h.state().doc.scene.solver.span_limit_slack, 0.0);
+    wait_until(&mut h, "a model with span limits", |a| {
+        a.solver_span_limits.is_some_and(|n| n > 0)
+    });
+    h.state_mut().undo();
+    assert!(h.state().doc.scene.solver.span_limit_slack < 0.0);
+    wait_until(&mut h, "the model without them", |a| {
+        a.solver_span_limits == Some(0)
+    });
+}
+
+#[test]
 fn save_and_reopen_gives_the_same_scene() {
     let tmp = tempfile::tempdir().unwrap();
     let path = write_demo(tmp.path(), DemoScene::Default, None).unwrap();

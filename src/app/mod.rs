@@ -176,6 +176,8 @@ pub struct DrapeApp {
     pub show_presets: bool,
     /// The solver's mean stretch compliance (m/N), as the worker last reported it.
     pub solver_stretch_compliance_m_per_n: Option<Real>,
+    /// How many span limits the solver holds, as the worker last reported it.
+    pub solver_span_limits: Option<usize>,
     /// Waiting for an answer about unsaved changes.
     pub pending: Option<Pending>,
     /// Where the 3D viewport was last laid out (points).
@@ -259,6 +261,7 @@ impl DrapeApp {
             preset_name: String::new(),
             show_presets: false,
             solver_stretch_compliance_m_per_n: None,
+            solver_span_limits: None,
             pending: None,
             viewport_rect: None,
             paint: None,
@@ -1232,8 +1235,12 @@ impl DrapeApp {
                 }
                 Event::Model {
                     mean_stretch_compliance_m_per_n,
+                    span_limits,
                     ..
-                } => self.solver_stretch_compliance_m_per_n = Some(mean_stretch_compliance_m_per_n),
+                } => {
+                    self.solver_stretch_compliance_m_per_n = Some(mean_stretch_compliance_m_per_n);
+                    self.solver_span_limits = Some(span_limits);
+                }
                 Event::BakeProgress { generation, .. } | Event::BakeFinished(generation, _)
                     if generation != self.generation => {}
                 Event::BakeProgress {

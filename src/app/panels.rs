@@ -345,6 +345,20 @@ fn solver_properties(ui: &mut egui::Ui, scene: &mut Scene) {
             s.collision_thickness_m = mm / 1000.0;
         }
         ui.end_row();
+        ui.label("Span limits");
+        let mut on = s.span_limit_slack >= 0.0;
+        if ui
+            .checkbox(&mut on, "Limit long-range stretch")
+            .on_hover_text(
+                "Hold every pair of vertices, near and far, within its rest distance along \
+                 the cloth: removes the stretch that few substeps leave in large pieces, \
+                 without changing a fabric that stays within it (docs/solver.md, Span limits).",
+            )
+            .changed()
+        {
+            s.span_limit_slack = if on { 0.0 } else { -1.0 };
+        }
+        ui.end_row();
     });
 }
 

@@ -92,6 +92,8 @@ pub enum Event {
         settings: SolverSettings,
         /// Mean compliance of the stretch constraints (m/N).
         mean_stretch_compliance_m_per_n: Real,
+        /// How many span limits the model holds.
+        span_limits: usize,
     },
     /// Bake progress.
     BakeProgress {
@@ -335,6 +337,7 @@ impl State {
             self.send(Event::Model {
                 settings: sim.solver.settings().clone(),
                 mean_stretch_compliance_m_per_n: mean,
+                span_limits: sim.solver.model().span_limits.len(),
             });
         }
     }
