@@ -9,6 +9,9 @@
 //! 3273 vertices) and moves the body collider there: by refitting parry3d's BVH in place
 //! (what the solver does every substep) or by rebuilding the collider from scratch.
 //!
+//! The same group times N = 32 and 64 with span limits on (`span_limit_slack: 0`,
+//! docs/solver.md "Span limits") as `frame_span_limits`.
+//!
 //! Run: `cargo bench --bench standard_scene`.
 
 use std::time::{Duration, Instant};
@@ -39,9 +42,23 @@ fn standard_scene(c: &mut Criterion) {
     let mut group = c.benchmark_group("standard_scene_10_substeps");
     group.sample_size(10);
     group.measurement_time(Duration::from_secs(20));
-    for n in [32u32, 64, 128] {
+    for (n, span_limits) in [
+        (32u32, false),
+        (64, false),
+        (128, false),
+        (32, true),
+        (64, true),
+    ] {
         let dir = tempfile::tempdir().expect("temp dir");
-        let loaded = load(n, dir.path());
+        let mut loaded = load(n, dir.path());
+        if span_limits {
+            loaded.scene.solver.span_limit_slack = 0.0;
+        }
+        let id = if span_limits {
+            "frame_span_limits"
+        } else {
+            "frame"
+        };
         // A resolution the solver cannot hold at these substeps is reported, not timed: timing
         // a diverging drape would measure rollbacks, and the other sizes still run.
         let full = match bake(&loaded, &BakeOptions::default()) {
@@ -55,14 +72,16 @@ fn standard_scene(c: &mut Criterion) {
             }
         };
         eprintln!(
-            "N = {n} ({} vertices): full 60-frame bake {:.1} ms/frame, max stretch {:.1} % (last frame {:.1} %), penetrations {}",
+            "N = {n} ({} vertices{}): full 60-frame bake {:.1} ms/frame, max stretch {:.1} % (last frame {:.1} %, mean {:.2} %), penetrations {}",
             n * n,
+            if span_limits { ", span limits" } else { "" },
             full.stats.sim_ms_per_frame,
             full.stats.summary.max_stretch * 100.0,
             full.stats.per_frame.last().map_or(0.0, |f| f.max_stretch) * 100.0,
+            full.stats.per_frame.last().map_or(0.0, |f| f.mean_stretch) * 100.0,
             full.stats.summary.body_penetrations,
         );
-        group.bench_with_input(BenchmarkId::new("frame", n), &n, |b, _| {
+        group.bench_with_input(BenchmarkId::new(id, n), &n, |b, _| {
             let mut s = solver(&loaded);
             let mut frame = 0;
             b.iter_custom(|iters| {

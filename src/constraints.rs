@@ -457,6 +457,12 @@ pub fn solve_span_limit(
     Outcome::Move([n * (w[0] * dl), n * (-w[1] * dl)])
 }
 
+/// How much longer than their straight rest distance the path along the edges between the two
+/// particles of a span limit may be (a fraction) for the straight rest distance to bound their
+/// geodesic distance where the surface is flat ([`EdgeGraph::span_limits`]): longer paths go
+/// round a hole or a fold.
+pub const SPAN_LIMIT_DETOUR: Real = 0.10;
+
 /// The cloth's edges as a graph, for geodesic rest distances along the mesh (compressed rows).
 #[derive(Clone, Debug, Default)]
 pub struct EdgeGraph {
@@ -468,6 +474,7 @@ pub struct EdgeGraph {
     anchor: Vec<u32>,
     heap: std::collections::BinaryHeap<HeapItem>,
     touched: Vec<u32>,
+    path_cos: Vec<Real>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -520,13 +527,22 @@ impl EdgeGraph {
         }
     }
 
-    /// Visits every vertex within `radius_m` of `source` along the edges, with its distance,
-    /// nearest first.
-    fn within(&mut self, source: u32, radius_m: Real, mut visit: impl FnMut(u32, Real)) {
+    /// Visits every vertex within `radius_m` of `source` along the edges, nearest first, with
+    /// its distance and, when `normals` are given, the least cosine between the source's
+    /// normal and a normal on the shortest path to it (1 without normals).
+    fn within(
+        &mut self,
+        source: u32,
+        radius_m: Real,
+        normals: Option<&[Vec3]>,
+        mut visit: impl FnMut(u32, Real, Real),
+    ) {
         let n = self.offsets.len().saturating_sub(1);
         if self.dist.len() != n {
             self.dist.clear();
             self.dist.resize(n, Real::INFINITY);
+            self.path_cos.clear();
+            self.path_cos.resize(n, 1.0);
         }
         for &v in &self.touched {
             self.dist[v as usize] = Real::INFINITY;
@@ -536,7 +552,10 @@ impl EdgeGraph {
         if source as usize >= n {
             return;
         }
+        let normal = |i: usize| normals.and_then(|ns| ns.get(i)).copied();
+        let source_normal = normal(source as usize);
         self.dist[source as usize] = 0.0;
+        self.path_cos[source as usize] = 1.0;
         self.touched.push(source);
         self.heap.push(HeapItem(0.0, source));
         while let Some(HeapItem(d, v)) = self.heap.pop() {
@@ -544,7 +563,7 @@ impl EdgeGraph {
             if d > self.dist[vi] {
                 continue;
             }
-            visit(v, d);
+            visit(v, d, self.path_cos[vi]);
             for k in self.offsets[vi] as usize..self.offsets[vi + 1] as usize {
                 let u = self.targets[k] as usize;
                 let nd = d + self.lengths_m[k];
@@ -553,6 +572,11 @@ impl EdgeGraph {
                         self.touched.push(u as u32);
                     }
                     self.dist[u] = nd;
+                    let cos = match (source_normal, normal(u)) {
+                        (Some(a), Some(b)) => a.dot(b),
+                        _ => 1.0,
+                    };
+                    self.path_cos[u] = self.path_cos[vi].min(cos);
                     self.heap.push(HeapItem(nd, u as u32));
                 }
             }
@@ -564,14 +588,22 @@ impl EdgeGraph {
     /// forward sweep then carries a correction from short spans to long ones, and the backward
     /// sweep back), until a level finds no pair or holds a single vertex. Each level picks
     /// vertices at least its spacing apart along the edges (greedily, in index order) and links
-    /// each pair of them within twice the spacing whose distance along the edges `g` is at most
-    /// `(1 + tightness)` times their straight rest distance (`rest`): `g` is then within that
-    /// factor of their geodesic distance, so the limit `g·(1 + slack)` is tight, and it is
-    /// never below the geodesic distance, so it is safe. Pairs whose path bends more (around a
-    /// hole, across a curved rest shape) are left out.
+    /// pairs of them within twice the spacing.
+    ///
+    /// A pair's limit is an upper bound `b` of its geodesic rest distance, times `1 + slack`:
+    /// the path length `g` along the edges, or, where the rest surface along that path is
+    /// nearly flat, `d / cos²α` with `d` the straight rest distance (`rest`) and `α` the
+    /// largest angle between the first vertex's normal and a normal on the path (`normals`,
+    /// unit rest vertex normals): a section of the surface through the pair whose normals stay
+    /// within `2α` of each other turns by at most that much, so its length is at most
+    /// `d / cos α`, and the square adds room for the discrete normals. A pair is kept when
+    /// `b ≤ (1 + tightness)·d` (the limit is then tight, as the geodesic is at least `d`) and
+    /// `g ≤ (1 + `[`SPAN_LIMIT_DETOUR`]`)·d` (no hole or fold between them that the straight
+    /// section would cross). Pairs across a curved rest shape or round a hole are left out.
     pub fn span_limits(
         &mut self,
         rest: &[Vec3],
+        normals: &[Vec3],
         edge_m: Real,
         slack: Real,
         tightness: Real,
@@ -581,6 +613,7 @@ impl EdgeGraph {
         if n < 2 || edge_m <= 0.0 || !edge_m.is_finite() {
             return;
         }
+        let normals = (normals.len() >= n).then_some(normals);
         let mut cover = vec![Real::INFINITY; n];
         let mut coarse = vec![false; n];
         let mut chosen = Vec::new();
@@ -599,7 +632,7 @@ impl EdgeGraph {
                 }
                 coarse[v] = true;
                 chosen.push(v as u32);
-                self.within(v as u32, r, |u, d| {
+                self.within(v as u32, r, None, |u, d, _| {
                     let c = &mut cover[u as usize];
                     *c = c.min(d);
                 });
@@ -609,13 +642,15 @@ impl EdgeGraph {
             }
             let before = out.len();
             for &v in &chosen {
-                self.within(v, 2.0 * r, |u, g| {
+                self.within(v, 2.0 * r, normals, |u, g, cos| {
                     if u > v && coarse[u as usize] {
-                        let straight = rest[v as usize].distance(rest[u as usize]);
-                        if g <= (1.0 + tightness) * straight {
+                        let d = rest[v as usize].distance(rest[u as usize]);
+                        let flat = if cos > 0.0 { d / (cos * cos) } else { g };
+                        let bound = g.min(flat);
+                        if g <= (1.0 + SPAN_LIMIT_DETOUR) * d && bound <= (1.0 + tightness) * d {
                             out.push(SpanLimit {
                                 particles: [v, u],
-                                max_length_m: g * (1.0 + slack),
+                                max_length_m: bound * (1.0 + slack),
                             });
                         }
                     }

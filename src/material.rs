@@ -499,12 +499,13 @@ pub fn build_tethers(mesh: &Mesh, topology: &Topology, pinned: &[u32], slack: Re
 }
 
 /// Long-range stretch limits over the whole cloth ([`SpanLimit`]), in levels of doubling
-/// spacing from 1.5 mean edge lengths ([`EdgeGraph::span_limits`]), each at most `(1 + slack)` times an upper bound of
-/// the geodesic rest distance of its pair. The geodesic bound is the shortest path along the
-/// edges and, across each interior edge whose two triangles unfold into a convex
-/// quadrilateral, the straight line between the opposite vertices in the unfolded pair, so a
-/// path along either diagonal of a grid is exact. Only pairs whose bound is within
-/// [`SPAN_LIMIT_TIGHTNESS`] of their straight rest distance are kept.
+/// spacing from 1.5 mean edge lengths ([`EdgeGraph::span_limits`]), each `(1 + slack)` times an
+/// upper bound of the geodesic rest distance of its pair: the straight rest distance where the
+/// surface between them is flat (widened by the spread of the rest normals where it curves),
+/// else the shortest path along the edges and, across each interior edge whose two triangles
+/// unfold into a convex quadrilateral, the straight line between the opposite vertices in the
+/// unfolded pair. Only pairs whose bound is within [`SPAN_LIMIT_TIGHTNESS`] of their straight
+/// rest distance are kept.
 pub fn build_span_limits(mesh: &Mesh, topology: &Topology, slack: Real) -> Vec<SpanLimit> {
     let x = &mesh.positions;
     if topology.edges.is_empty() {
@@ -539,8 +540,16 @@ pub fn build_span_limits(mesh: &Mesh, topology: &Topology, slack: Real) -> Vec<S
     let mean_edge_m = edges.clone().map(|(_, l)| l).sum::<Real>() / topology.edges.len() as Real;
     let all: Vec<([u32; 2], Real)> = edges.chain(unfolded).collect();
     let mut graph = EdgeGraph::new(x.len(), all.iter().copied());
+    let normals = mesh.vertex_normals_for(x);
     let mut out = Vec::new();
-    graph.span_limits(x, mean_edge_m, slack, SPAN_LIMIT_TIGHTNESS, &mut out);
+    graph.span_limits(
+        x,
+        &normals,
+        mean_edge_m,
+        slack,
+        SPAN_LIMIT_TIGHTNESS,
+        &mut out,
+    );
     out
 }
 

@@ -1468,15 +1468,7 @@ impl Solver {
                     x[i] += d;
                 }
             });
-            sweep(&model.span_limits, lambda_span, reverse, |(c, l)| {
-                let [a, b] = c.particles.map(|i| i as usize);
-                if let Outcome::Move([da, db]) =
-                    solve_span_limit([x[a], x[b]], [w[a], w[b]], c.max_length_m, l)
-                {
-                    x[a] += da;
-                    x[b] += db;
-                }
-            });
+            project_span_limits(x, w, &model.span_limits, lambda_span, reverse);
             // With the membrane per triangle the edges are only measured; the yarn strains are
             // among the triangle constraints, solved with the shear (globally when either the
             // stretch or the shear solve is global).
@@ -1688,6 +1680,25 @@ impl Solver {
         times.check += t.elapsed();
         result
     }
+}
+
+/// Projects the span limits once, forward or in reverse.
+fn project_span_limits(
+    x: &mut [Vec3],
+    w: &[Real],
+    limits: &[SpanLimit],
+    lambda: &mut [Real],
+    reverse: bool,
+) {
+    sweep(limits, lambda, reverse, |(c, l)| {
+        let [a, b] = c.particles.map(|i| i as usize);
+        if let Outcome::Move([da, db]) =
+            solve_span_limit([x[a], x[b]], [w[a], w[b]], c.max_length_m, l)
+        {
+            x[a] += da;
+            x[b] += db;
+        }
+    });
 }
 
 /// Projects the body contacts once, in order (stage 5 of the substep); `max_push` limits each
