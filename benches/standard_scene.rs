@@ -9,7 +9,7 @@
 //! 3273 vertices) and moves the body collider there: by refitting parry3d's BVH in place
 //! (what the solver does every substep) or by rebuilding the collider from scratch.
 //!
-//! The same group times N = 32 and 64 with span limits on (`span_limit_slack: 0`,
+//! The same group times N = 32, 64 and 128 with span limits on (`span_limit_slack: 0`,
 //! docs/solver.md "Span limits") as `frame_span_limits`.
 //!
 //! Run: `cargo bench --bench standard_scene`.
@@ -48,6 +48,7 @@ fn standard_scene(c: &mut Criterion) {
         (128, false),
         (32, true),
         (64, true),
+        (128, true),
     ] {
         let dir = tempfile::tempdir().expect("temp dir");
         let mut loaded = load(n, dir.path());
