@@ -96,8 +96,9 @@ pub struct SolverSettings {
     /// Slack of the long-range stretch limits over the whole cloth ([`SpanLimit`]): two
     /// vertices may move up to `(1 + slack)` times (an upper bound of) their geodesic rest
     /// distance apart, in levels of doubling spacing. They never bind in a cloth whose strain
-    /// stays under the slack, so they leave the fabric's physics alone while carrying a load
-    /// across the mesh in one sweep (docs/solver.md, "Span limits"). Negative turns them off.
+    /// stays under the slack, so they leave the fabric's physics alone while they help each
+    /// sweep carry a load across the mesh (docs/solver.md, "Span limits"). Negative turns them
+    /// off.
     pub span_limit_slack: Real,
     /// A particle left deeper than this behind a body contact after the projection counts as a
     /// failed substep (m). Not checked while settling.
