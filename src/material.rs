@@ -553,8 +553,8 @@ pub fn build_span_limits(mesh: &Mesh, topology: &Topology, slack: Real) -> Vec<S
     out
 }
 
-/// How much longer than the straight rest distance a span limit's path along the mesh may be
-/// (a fraction): pairs over it are left out of [`build_span_limits`].
+/// How much longer than the straight rest distance a span limit's bound of the geodesic rest
+/// distance may be (a fraction): pairs over it are left out of [`build_span_limits`].
 pub const SPAN_LIMIT_TIGHTNESS: Real = 0.02;
 
 /// An orthotropic stiffness along a direction whose squared cosine to the warp is `cos2`:
