@@ -712,7 +712,8 @@ impl EdgeGraph {
 }
 
 /// Projects a tether `|p − anchor| ≤ max_length` on the free particle only (the anchor is
-/// pinned), with the accumulated multiplier clamped to `λ ≤ 0` (a tether only pulls).
+/// pinned), with the accumulated multiplier clamped to `λ ≤ 0` (a tether only pulls): a
+/// [`solve_span_limit`] whose second end has no inverse mass.
 #[inline]
 pub fn solve_tether(
     p: Vec3,
@@ -721,19 +722,11 @@ pub fn solve_tether(
     max_length_m: Real,
     lambda: &mut Real,
 ) -> Outcome<1> {
-    let d = p - anchor;
-    let len2 = d.length_squared();
-    if len2 < DEGENERATE_LENGTH_SQ {
-        return Outcome::Move([Vec3::ZERO]);
+    match solve_span_limit([p, anchor], [w, 0.0], max_length_m, lambda) {
+        Outcome::Move([d, _]) => Outcome::Move([d]),
+        Outcome::Degenerate => Outcome::Degenerate,
+        Outcome::Rigid => Outcome::Rigid,
     }
-    let len = len2.sqrt();
-    let Some(dl) = delta_lambda(len - max_length_m, w, 0.0, *lambda) else {
-        return Outcome::Rigid;
-    };
-    let new_lambda = (*lambda + dl).min(0.0);
-    let dl = new_lambda - *lambda;
-    *lambda = new_lambda;
-    Outcome::Move([d / len * (w * dl)])
 }
 
 /// Projects a contact `C = n·(p − q) − thickness ≥ 0` against a fixed plane through `q` with
