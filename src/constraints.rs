@@ -290,6 +290,11 @@ pub fn dihedral_angle_and_gradient(p: [Vec3; 4]) -> Option<(Real, [Vec3; 4])> {
 #[inline]
 pub fn wrap_angle(a: Real) -> Real {
     use std::f32::consts::{PI, TAU};
+    // Already in range (a bend's angle minus its rest angle nearly always is): `a % TAU` would
+    // return `a` unchanged, so skip the remainder, a call to the C library's `fmodf`.
+    if a > -PI && a <= PI {
+        return a;
+    }
     let mut a = a % TAU;
     if a > PI {
         a -= TAU;
@@ -782,6 +787,29 @@ mod tests {
             Outcome::Move(d) => d,
             other => panic!("expected a move, got {other:?}"),
         }
+    }
+
+    /// The in-range fast path of `wrap_angle` returns what the remainder would, bit for bit,
+    /// and angles out of range land in (−π, π] a whole number of turns away.
+    #[test]
+    fn wrap_angle_keeps_angles_in_range_and_wraps_the_rest() {
+        use std::f32::consts::{PI, TAU};
+        for k in -2000..=2000 {
+            let a = k as Real * (7.0 * PI / 2000.0);
+            let w = wrap_angle(a);
+            assert!(w > -PI && w <= PI, "{a} wrapped to {w}");
+            let turns = (a - w) / TAU;
+            assert!(
+                (turns - turns.round()).abs() < 1e-4,
+                "{a} → {w}: {turns} turns"
+            );
+            if a > -PI && a <= PI {
+                assert_eq!(w.to_bits(), (a % TAU).to_bits(), "{a}");
+            }
+        }
+        assert_eq!(wrap_angle(PI), PI);
+        assert_eq!(wrap_angle(-PI), PI);
+        assert!(wrap_angle(Real::NAN).is_nan());
     }
 
     /// DESIGN §2 worked check, α = 0.
