@@ -249,6 +249,22 @@ impl BodyCollider {
         self.closed
     }
 
+    /// The collider's (welded) vertices at the current pose (m).
+    pub fn vertices(&self) -> &[Vec3] {
+        self.shape.vertices()
+    }
+
+    /// The collider's triangles (indices into [`Self::vertices`]).
+    pub fn triangles(&self) -> &[[u32; 3]] {
+        self.shape.indices()
+    }
+
+    /// Area-weighted unit vertex normals at the current pose, one per [`Self::vertices`] entry
+    /// (zero where the normal is undefined).
+    pub fn vertex_normals(&self) -> &[Vec3] {
+        &self.normals
+    }
+
     /// The parry3d shape.
     pub fn shape(&self) -> &TriMesh {
         &self.shape

@@ -16,6 +16,7 @@ pub mod bake;
 pub mod batch;
 pub mod binding;
 pub mod body;
+pub mod body_points;
 pub mod collide;
 pub mod constraints;
 pub mod cusick;

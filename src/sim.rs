@@ -50,6 +50,7 @@ use serde::{Deserialize, Serialize};
 use rayon::prelude::*;
 
 use crate::batch::{self, Batching, SharedSlice};
+use crate::body_points::BodyVertexContacts;
 use crate::collide::{BodyCollider, ColliderError, Contact, ProximityCache, SurfaceAnchor};
 use crate::constraints::{
     distance_and_gradient, friction_correction, multiplier_move, solve_attachment, solve_bend,
@@ -109,6 +110,11 @@ pub struct SolverSettings {
     /// Cloth–cloth collision: each garment against itself and against the other garments
     /// (vertex–triangle and edge–edge contacts, see [`crate::self_collision`]). Off by default.
     pub self_collision: bool,
+    /// Body-vertex contacts: the body's vertices keep out of the cloth's triangles, so that a
+    /// body feature narrower than the cloth's edges (fingers, a hand, a wrist) cannot pass
+    /// between the particles and thread the cloth on itself ([`crate::body_points`]). On by
+    /// default.
+    pub body_vertex_contacts: bool,
     /// Over-relaxation factor `ω` of the stretch projection (1 ≤ ω < 2; 1 is plain
     /// Gauss–Seidel). Each edge's correction and multiplier increment are scaled by `ω`, which
     /// speeds up how far a sweep carries a load through the mesh: see docs/solver.md,
@@ -180,6 +186,7 @@ impl Default for SolverSettings {
             failure_penetration_m: 0.02,
             max_speed_m_per_s: 50.0,
             self_collision: false,
+            body_vertex_contacts: true,
             stretch_relaxation: 1.0,
             self_collision_thickness_m: 0.004,
             parallel: true,
@@ -459,8 +466,9 @@ pub struct ClothModel {
     /// Pins and soft attachments whose targets are bound to the body surface; their targets
     /// follow the body at every substep.
     pub body_bindings: Vec<BodyBinding>,
-    /// The cloth triangles (particle indices) that collide with each other when
-    /// [`SolverSettings::self_collision`] is on: every garment's simulation mesh.
+    /// The cloth triangles (particle indices): every garment's simulation mesh. They collide
+    /// with each other when [`SolverSettings::self_collision`] is on, and the body's vertices
+    /// keep out of them when [`SolverSettings::body_vertex_contacts`] is.
     pub triangles: Vec<[u32; 3]>,
     /// Collision layer of each particle's garment (empty: all 0). In a contact between two
     /// garments the one with the lower layer (the inner one) does not yield.
@@ -619,6 +627,9 @@ pub struct Solver {
     proximity: ProximityCache,
     /// Cloth–cloth collision, when [`SolverSettings::self_collision`] is on.
     self_collision: Option<SelfCollision>,
+    /// The body's vertices against the cloth's triangles
+    /// ([`SolverSettings::body_vertex_contacts`]).
+    body_vertex: BodyVertexContacts,
     checkpoint: Particles,
     /// Twice the rest area of each shear triangle (m²), for the inversion check.
     rest_area2: Vec<Real>,
@@ -1011,6 +1022,7 @@ impl Solver {
         });
         Ok(Self {
             self_collision,
+            body_vertex: BodyVertexContacts::default(),
             rest_area2,
             motion: None,
             body_positions: Vec::new(),
@@ -1329,6 +1341,7 @@ impl Solver {
             lambda_contact,
             proximity,
             self_collision,
+            body_vertex,
             drag,
             drag_point,
             lambda_drag,
@@ -1389,6 +1402,19 @@ impl Solver {
         }
         if let Some(sc) = self_collision.as_mut() {
             sc.find_contacts(&p.x_prev, &p.x, &p.inv_mass, &model.positions);
+        }
+        let vertex_contacts = settings.body_vertex_contacts && body.is_some();
+        if let (Some(body), true) = (body.as_ref(), vertex_contacts) {
+            body_vertex.find(
+                body,
+                &p.x,
+                &p.inv_mass,
+                &model.triangles,
+                settings.collision_thickness_m + settings.contact_margin_m,
+                settings.collision_thickness_m,
+            );
+        } else {
+            body_vertex.clear();
         }
         times.contacts += t.elapsed();
 
@@ -1615,6 +1641,9 @@ impl Solver {
             }
             report.degenerate += stretch.degenerate + shear.degenerate + bend.degenerate;
             project_contacts(x, w, contacts, lambda_contact, max_push);
+            if vertex_contacts {
+                body_vertex.project(x, w);
+            }
             if let Some(sc) = self_collision.as_mut() {
                 sc.project(x, w, reverse);
             }
@@ -1633,6 +1662,7 @@ impl Solver {
             + model.span_limits.len()
             + usize::from(drag.is_some())
             + contacts.len()
+            + body_vertex.contacts().len()
             + self_contacts;
         report.projections += (sweeps as u64) * per_sweep as u64;
         times.project += t.elapsed();
