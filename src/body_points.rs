@@ -8,28 +8,37 @@
 //! 768-vertex fitted skirt stretched past 50 % had a point inside the body (measured: 1 to 11
 //! such edges per frame from frame 14 on, up to 1.3 cm deep).
 //!
-//! Each substep, every body vertex within the contact reach of a cloth triangle gets a contact
-//! that keeps the triangle's closest point in front of the vertex along the body's vertex
-//! normal:
+//! Each substep, every *sharp* body vertex ([`sharp_vertices`]: where the surface is curved
+//! tightly enough to reach between two particles) within the contact reach of a cloth triangle
+//! gets a contact that keeps the triangle's closest point in front of the vertex along the
+//! body's vertex normal:
 //!
 //! ```text
 //! C = (Σ βᵢ xᵢ − v) · n ≥ 0,      ∇ₓᵢ C = βᵢ n
 //! ```
 //!
 //! (`β` the barycentric coordinates of the closest point, `v` the body vertex, `n` its unit
-//! normal out of the body), projected like a particle contact (rigid, push only) after the
-//! particle contacts in every sweep. A contact is made only where the triangle is in front of
-//! the vertex or at most the collision thickness behind it: a triangle farther behind a vertex
-//! is on the other side of that part of the body, and pushing it through would thread the
-//! cloth, not free it.
+//! normal out of the body), projected like a particle contact (rigid, push only), just before
+//! the particle contacts in every sweep, so that those have the last word on every particle.
 //!
-//! No thickness: the particle contacts keep the cloth's distance from the surface; these only
-//! stop the surface from crossing the cloth between particles. With the collision thickness
-//! here too, a hand pinching the skirt against the thigh (closer than twice the thickness)
-//! made the two surfaces' vertex contacts push the cloth into each other's body, and the
-//! 768-vertex skirt diverged at frame 12 of the walk. Measured with these contacts (no
-//! thickness), on the same skirt at 10 substeps: the largest stretch of frames 14–47 of the walk
-//! fell from 134–213 % to 5–47 % (docs/solver.md, "Body-vertex contacts").
+//! - **Only triangles that started in front.** A triangle is taken only when its closest point
+//!   was in front of the vertex's tangent plane at the start of the substep (positions
+//!   `x_prev`, the body at its previous pose). One that started behind is on the far side of
+//!   that part of the body, or already threaded on it: pushing it through would thread it.
+//! - **Not where the body is buried in itself.** A vertex whose point one collision thickness
+//!   out along its normal is inside the body (a hand sunk into the thigh, a tight crease) gets
+//!   no contact: the cloth cannot be in front of it anyway, and pushing it there drives it into
+//!   the other part.
+//! - **No thickness.** The particle contacts keep the cloth's distance from the surface; these
+//!   only stop the surface from crossing the cloth between particles. With the collision
+//!   thickness here too, a hand pinching the skirt against the thigh made the two surfaces'
+//!   vertex contacts push the cloth into each other's body, and the 768-vertex skirt diverged
+//!   at frame 12 of the walk.
+//!
+//! Measured on that skirt over CesiumMan's 97-frame walk (docs/solver.md, "Body-vertex
+//! contacts"): at 10 substeps the mean of the per-frame largest stretch fell from 145 % to
+//! 14 % (frames above 20 %: 86 → 13); at 20 substeps it went from 7.7 % to 10.9 % (frames
+//! above 20 %: 9 → 12), pinches being sensitive to any change.
 
 use crate::collide::BodyCollider;
 use crate::math::{Real, Vec3};
@@ -68,17 +77,23 @@ impl BodyVertexContacts {
         &self.contacts
     }
 
-    /// Replaces the contacts with those of the body's vertices against `triangles` at the
-    /// positions `x`: every vertex within `reach_m` of a triangle that has a particle free to
-    /// move, with the triangle in front of it or less than `reach_m` behind it.
+    /// Replaces the contacts with those of the body's sharp vertices against `triangles` at
+    /// the positions `x` (`x_prev` at the start of the substep, with the body at its previous
+    /// pose): every sharp vertex within `reach_m` of a triangle that has a particle free to
+    /// move and that was in front of the vertex at the start of the substep, unless the point
+    /// `clearance_m` out from the vertex along its normal is inside the body. The sharp
+    /// vertices are chosen at the first call for this body, for a margin of
+    /// `reach_m − clearance_m`.
+    #[allow(clippy::too_many_arguments)]
     pub fn find(
         &mut self,
         body: &BodyCollider,
+        x_prev: &[Vec3],
         x: &[Vec3],
         inv_mass: &[Real],
         triangles: &[[u32; 3]],
         reach_m: Real,
-        behind_m: Real,
+        clearance_m: Real,
     ) {
         self.contacts.clear();
         self.lambdas.clear();
@@ -93,7 +108,7 @@ impl BodyVertexContacts {
                 body.vertex_normals(),
                 body.triangles(),
                 edge_m,
-                reach_m - behind_m,
+                reach_m - clearance_m,
             );
             self.sharp_for = Some(vertices.len());
         }
@@ -112,22 +127,43 @@ impl BodyVertexContacts {
         self.hash
             .build(&self.boxes, mean_edge / triangles.len() as Real);
         let normals = body.vertex_normals();
+        let previous = body.previous_vertices();
         for &i in &self.sharp {
             let (v, n) = (vertices[i as usize], normals[i as usize]);
+            let v0 = previous.get(i as usize).copied().unwrap_or(v);
             if n == Vec3::ZERO {
                 continue;
             }
             let query = (v, v);
             let contacts = &mut self.contacts;
+            // Whether the vertex is buried in another part of the body (a hand sunk into the
+            // thigh) or in a crease narrower than `clearance_m`: asked only of vertices near
+            // the cloth, once.
+            let mut buried = None;
             self.hash.query(&query, |k| {
                 let t = triangles[k as usize];
                 if t.iter().all(|&i| inv_mass[i as usize] <= 0.0) {
                     return;
                 }
+                if *buried.get_or_insert_with(|| body.penetration_depth(v + n * clearance_m) > 0.0)
+                {
+                    return;
+                }
                 let [a, b, c] = t.map(|i| x[i as usize]);
                 let bary = closest_on_triangle(v, a, b, c);
                 let q = a * bary[0] + b * bary[1] + c * bary[2];
-                if q.distance_squared(v) > reach_m * reach_m || (q - v).dot(n) < -behind_m {
+                if q.distance_squared(v) > reach_m * reach_m {
+                    return;
+                }
+                // Only a triangle that was in front of the vertex at the start of the substep
+                // (its closest point then on the outer side of the vertex's tangent plane) is
+                // kept there: one that started behind it is on the far side of that part of
+                // the body, or already threaded on it, and pushing it through would thread it
+                // (further).
+                let [a0, b0, c0] = t.map(|i| x_prev[i as usize]);
+                let bary0 = closest_on_triangle(v0, a0, b0, c0);
+                let q0 = a0 * bary0[0] + b0 * bary0[1] + c0 * bary0[2];
+                if (q0 - v0).dot(n) < 0.0 {
                     return;
                 }
                 contacts.push(VertexContact {

@@ -254,6 +254,12 @@ impl BodyCollider {
         self.shape.vertices()
     }
 
+    /// The collider's vertices at the previous pose (m): where they were at the start of the
+    /// substep (the same as [`Self::vertices`] for a body that has not moved).
+    pub fn previous_vertices(&self) -> &[Vec3] {
+        &self.prev
+    }
+
     /// The collider's triangles (indices into [`Self::vertices`]).
     pub fn triangles(&self) -> &[[u32; 3]] {
         self.shape.indices()

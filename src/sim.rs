@@ -1407,6 +1407,7 @@ impl Solver {
         if let (Some(body), true) = (body.as_ref(), vertex_contacts) {
             body_vertex.find(
                 body,
+                &p.x_prev,
                 &p.x,
                 &p.inv_mass,
                 &model.triangles,
@@ -1640,10 +1641,10 @@ impl Solver {
                 report.bend_cg_iterations += g.iterations as u64;
             }
             report.degenerate += stretch.degenerate + shear.degenerate + bend.degenerate;
-            project_contacts(x, w, contacts, lambda_contact, max_push);
             if vertex_contacts {
                 body_vertex.project(x, w);
             }
+            project_contacts(x, w, contacts, lambda_contact, max_push);
             if let Some(sc) = self_collision.as_mut() {
                 sc.project(x, w, reverse);
             }
