@@ -202,6 +202,20 @@ fn the_span_limits_check_box_rebuilds_the_solver_with_them_and_undo_takes_them_a
 }
 
 #[test]
+fn the_body_vertex_check_box_edits_the_scene_and_undo_restores_it() {
+    let mut h = harness(None);
+    loaded(&mut h);
+    assert!(h.state().doc.scene.solver.body_vertex_contacts);
+    h.get_by_label("Keep fingers out of the cloth").click();
+    h.run_steps(2);
+    assert!(!h.state().doc.scene.solver.body_vertex_contacts);
+    assert!(h.state().doc.dirty);
+    h.state_mut().undo();
+    h.run_steps(2);
+    assert!(h.state().doc.scene.solver.body_vertex_contacts);
+}
+
+#[test]
 fn save_and_reopen_gives_the_same_scene() {
     let tmp = tempfile::tempdir().unwrap();
     let path = write_demo(tmp.path(), DemoScene::Default, None).unwrap();

@@ -359,6 +359,14 @@ fn solver_properties(ui: &mut egui::Ui, scene: &mut Scene) {
             s.span_limit_slack = if on { 0.0 } else { -1.0 };
         }
         ui.end_row();
+        ui.label("Body vertices");
+        ui.checkbox(&mut s.body_vertex_contacts, "Keep fingers out of the cloth")
+            .on_hover_text(
+                "The body's sharp vertices (fingers, hands: surfaces curved tighter than the \
+                 cloth's edges) push the cloth's triangles, so they cannot pass between its \
+                 vertices and catch it (docs/solver.md, Body-vertex contacts).",
+            );
+        ui.end_row();
     });
 }
 
