@@ -117,11 +117,13 @@ impl BodyVertexContacts {
         }
         self.boxes.clear();
         let mut mean_edge = 0.0;
+        let mut cloth = (Vec3::splat(Real::MAX), Vec3::splat(Real::MIN));
         for t in triangles {
             let [a, b, c] = t.map(|i| x[i as usize]);
             let lo = a.min(b).min(c) - Vec3::splat(reach_m);
             let hi = a.max(b).max(c) + Vec3::splat(reach_m);
             mean_edge += (hi - lo).max_element();
+            cloth = (cloth.0.min(lo), cloth.1.max(hi));
             self.boxes.push((lo, hi));
         }
         self.hash
@@ -131,7 +133,8 @@ impl BodyVertexContacts {
         for &i in &self.sharp {
             let (v, n) = (vertices[i as usize], normals[i as usize]);
             let v0 = previous.get(i as usize).copied().unwrap_or(v);
-            if n == Vec3::ZERO {
+            // Most of the body is nowhere near the cloth.
+            if n == Vec3::ZERO || v.cmplt(cloth.0).any() || v.cmpgt(cloth.1).any() {
                 continue;
             }
             let query = (v, v);
