@@ -1642,7 +1642,7 @@ impl Solver {
             }
             report.degenerate += stretch.degenerate + shear.degenerate + bend.degenerate;
             if vertex_contacts {
-                body_vertex.project(x, w);
+                body_vertex.project(x, w, max_push);
             }
             project_contacts(x, w, contacts, lambda_contact, max_push);
             if let Some(sc) = self_collision.as_mut() {
