@@ -116,18 +116,19 @@ impl BodyVertexContacts {
             return;
         }
         self.boxes.clear();
-        let mut mean_edge = 0.0;
+        // Hash cells as large as the mean triangle box.
+        let mut extent_sum = 0.0;
         let mut cloth = (Vec3::splat(Real::MAX), Vec3::splat(Real::MIN));
         for t in triangles {
             let [a, b, c] = t.map(|i| x[i as usize]);
             let lo = a.min(b).min(c) - Vec3::splat(reach_m);
             let hi = a.max(b).max(c) + Vec3::splat(reach_m);
-            mean_edge += (hi - lo).max_element();
+            extent_sum += (hi - lo).max_element();
             cloth = (cloth.0.min(lo), cloth.1.max(hi));
             self.boxes.push((lo, hi));
         }
         self.hash
-            .build(&self.boxes, mean_edge / triangles.len() as Real);
+            .build(&self.boxes, extent_sum / triangles.len() as Real);
         let normals = body.vertex_normals();
         let previous = body.previous_vertices();
         for &i in &self.sharp {
