@@ -18,6 +18,7 @@ pub mod binding;
 pub mod body;
 pub mod body_points;
 pub mod collide;
+pub mod coloured;
 pub mod constraints;
 pub mod cusick;
 pub mod demo;

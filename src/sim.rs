@@ -52,6 +52,7 @@ use rayon::prelude::*;
 use crate::batch::{self, Batching, SharedSlice};
 use crate::body_points::BodyVertexContacts;
 use crate::collide::{BodyCollider, ColliderError, Contact, ProximityCache, SurfaceAnchor};
+use crate::coloured::{self, Colours};
 use crate::constraints::{
     distance_and_gradient, friction_correction, multiplier_move, solve_attachment, solve_bend,
     solve_contact, solve_distance, solve_shear, solve_span_limit, solve_tether,
@@ -130,6 +131,13 @@ pub struct SolverSettings {
     /// another order than the mesh's, which leaves 2–4× more stretch at the same substeps; so it
     /// is off by default (docs/solver.md, "Parallel projection").
     pub parallel_projection: bool,
+    /// Project the shear and bending constraints colour by colour, eight at a time in vector
+    /// lanes and a large colour on all cores (see [`crate::coloured`]), instead of one after
+    /// another in the mesh's order. The stretch keeps the mesh's order. On by default: the same
+    /// result on any thread count, and these two kinds do not carry loads along the mesh, so
+    /// their order barely moves the stretch (docs/solver.md, "Coloured sweeps"). Ignored with
+    /// [`Self::parallel_projection`], which batches them its own way.
+    pub coloured_sweeps: bool,
     /// How the stretch constraints are projected in each sweep: one Gauss–Seidel pass
     /// ([`StretchSolve::Sweep`], the default), or all of them together by conjugate gradients
     /// ([`StretchSolve::Global`], see [`crate::global_stretch`]), which holds stiff fabrics to
@@ -191,6 +199,7 @@ impl Default for SolverSettings {
             self_collision_thickness_m: 0.004,
             parallel: true,
             parallel_projection: false,
+            coloured_sweeps: true,
             stretch_solve: StretchSolve::Sweep,
             bend_solve: StretchSolve::Sweep,
             shear_solve: StretchSolve::Sweep,
@@ -643,6 +652,10 @@ pub struct Solver {
     /// The batches of `model.stretch`, `shear` and `bend` (reordered to match) when
     /// [`SolverSettings::parallel_projection`] is on.
     batches: Option<Batches>,
+    /// The colours of `model.shear` and `model.bend` (sorted to match) for the coloured sweeps
+    /// ([`SolverSettings::coloured_sweeps`]); `None` for a kind projected otherwise.
+    shear_colours: Option<Colours>,
+    bend_colours: Option<Colours>,
     /// The buffers of the global stretch solve ([`StretchSolve::Global`]).
     global_stretch: GlobalStretch,
     global_bend: GlobalBend,
@@ -992,6 +1005,16 @@ impl Solver {
         let batches = settings
             .parallel_projection
             .then(|| Batches::new(&mut model));
+        // Coloured sweeps: not with the batches, and not for a kind solved globally. With the
+        // membrane per triangle the triangle rows carry the stretch, so they keep the mesh's
+        // order like the edges.
+        let coloured = settings.coloured_sweeps && batches.is_none();
+        let shear_colours = (coloured
+            && model.membrane == Membrane::Edges
+            && settings.shear_solve == StretchSolve::Sweep)
+            .then(|| Colours::sort(&mut model.shear, |c| c.particles, model.positions.len()));
+        let bend_colours = (coloured && settings.bend_solve == StretchSolve::Sweep)
+            .then(|| Colours::sort(&mut model.bend, |c| c.particles, model.positions.len()));
         let mut mass = model.mass_kg.clone();
         for pin in &model.pins {
             mass[pin.particle as usize] = 0.0;
@@ -1048,6 +1071,8 @@ impl Solver {
             lambda_drag: 0.0,
             times: StageTimes::default(),
             batches,
+            shear_colours,
+            bend_colours,
             global_stretch: GlobalStretch::default(),
             global_bend: GlobalBend::default(),
             global_shear: GlobalShear::default(),
@@ -1347,6 +1372,8 @@ impl Solver {
             lambda_drag,
             times,
             batches,
+            shear_colours,
+            bend_colours,
             global_stretch,
             global_bend,
             global_shear,
@@ -1564,72 +1591,95 @@ impl Solver {
             if last && !global {
                 report.max_residual_m = stretch.max_residual_m;
             }
+            let pass = coloured::Pass {
+                h,
+                reverse,
+                parallel: settings.parallel,
+            };
             let global_shearing = settings.shear_solve == StretchSolve::Global
                 || (!edges && settings.stretch_solve == StretchSolve::Global);
-            let shear = project_kind(
-                if global_shearing { &[] } else { &model.shear },
-                lambda_shear,
-                batches
-                    .as_ref()
-                    .filter(|_| !global_shearing)
-                    .map(|b| &b.shear),
-                reverse,
-                xs,
-                |c, l, x| {
-                    let [a, b, d] = c.particles.map(|i| i as usize);
-                    let p = unsafe { [x.get(a), x.get(b), x.get(d)] };
-                    match solve_shear(
-                        p,
-                        [w[a], w[b], w[d]],
-                        c.rest_inverse,
-                        c.strain,
-                        c.compliance_per_n_m,
-                        h,
-                        l,
-                    ) {
-                        Outcome::Move([da, db, dd]) => unsafe {
-                            x.add(a, da);
-                            x.add(b, db);
-                            x.add(d, dd);
-                        },
-                        Outcome::Degenerate => return degenerate(),
-                        Outcome::Rigid => {}
-                    }
-                    SweepCounts::default()
-                },
-            );
-            let global_bending = settings.bend_solve == StretchSolve::Global;
-            let bend = project_kind(
-                if global_bending { &[] } else { &model.bend },
-                lambda_bend,
-                batches
-                    .as_ref()
-                    .filter(|_| !global_bending)
-                    .map(|b| &b.bend),
-                reverse,
-                xs,
-                |c, l, x| {
-                    let idx = c.particles.map(|i| i as usize);
-                    let p = idx.map(|i| unsafe { x.get(i) });
-                    match solve_bend(
-                        p,
-                        idx.map(|i| w[i]),
-                        c.rest_angle_rad,
-                        c.compliance_per_n_m,
-                        h,
-                        l,
-                    ) {
-                        Outcome::Move(d) => {
-                            for k in 0..4 {
-                                unsafe { x.add(idx[k], d[k]) };
-                            }
+            let shear = if let Some(colours) = shear_colours.as_ref().filter(|_| !global_shearing) {
+                let skipped =
+                    coloured::project_shear(xs, w, &model.shear, lambda_shear, colours, pass);
+                SweepCounts {
+                    degenerate: skipped,
+                    max_residual_m: 0.0,
+                }
+            } else {
+                project_kind(
+                    if global_shearing { &[] } else { &model.shear },
+                    lambda_shear,
+                    batches
+                        .as_ref()
+                        .filter(|_| !global_shearing)
+                        .map(|b| &b.shear),
+                    reverse,
+                    xs,
+                    |c, l, x| {
+                        let [a, b, d] = c.particles.map(|i| i as usize);
+                        let p = unsafe { [x.get(a), x.get(b), x.get(d)] };
+                        match solve_shear(
+                            p,
+                            [w[a], w[b], w[d]],
+                            c.rest_inverse,
+                            c.strain,
+                            c.compliance_per_n_m,
+                            h,
+                            l,
+                        ) {
+                            Outcome::Move([da, db, dd]) => unsafe {
+                                x.add(a, da);
+                                x.add(b, db);
+                                x.add(d, dd);
+                            },
+                            Outcome::Degenerate => return degenerate(),
+                            Outcome::Rigid => {}
                         }
-                        Outcome::Degenerate => return degenerate(),
-                        Outcome::Rigid => {}
-                    }
-                    SweepCounts::default()
-                },
-            );
+                        SweepCounts::default()
+                    },
+                )
+            };
+            let global_bending = settings.bend_solve == StretchSolve::Global;
+            let bend = if let Some(colours) = bend_colours.as_ref().filter(|_| !global_bending) {
+                let skipped =
+                    coloured::project_bend(xs, w, &model.bend, lambda_bend, colours, pass);
+                SweepCounts {
+                    degenerate: skipped,
+                    max_residual_m: 0.0,
+                }
+            } else {
+                project_kind(
+                    if global_bending { &[] } else { &model.bend },
+                    lambda_bend,
+                    batches
+                        .as_ref()
+                        .filter(|_| !global_bending)
+                        .map(|b| &b.bend),
+                    reverse,
+                    xs,
+                    |c, l, x| {
+                        let idx = c.particles.map(|i| i as usize);
+                        let p = idx.map(|i| unsafe { x.get(i) });
+                        match solve_bend(
+                            p,
+                            idx.map(|i| w[i]),
+                            c.rest_angle_rad,
+                            c.compliance_per_n_m,
+                            h,
+                            l,
+                        ) {
+                            Outcome::Move(d) => {
+                                for k in 0..4 {
+                                    unsafe { x.add(idx[k], d[k]) };
+                                }
+                            }
+                            Outcome::Degenerate => return degenerate(),
+                            Outcome::Rigid => {}
+                        }
+                        SweepCounts::default()
+                    },
+                )
+            };
             if global_shearing {
                 let g = global_shear.solve(x, w, &model.shear, lambda_shear, h, it as usize);
                 report.degenerate += g.degenerate as u64;
