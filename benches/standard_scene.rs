@@ -143,8 +143,10 @@ fn collider_update(c: &mut Criterion) {
 
 /// Constraint projections per second (issue 8's throughput figure) and the stage split, at
 /// N = 32 … 256: the first 12 frames of the drape (fall and first contact, before a coarse
-/// substep count can fail at the large sizes), serial and batched projection. Printed, not
-/// timed by criterion: one run per configuration is minutes at N = 256.
+/// substep count can fail at the large sizes), with three projections: every kind one at a
+/// time in the mesh's order, the default (shear and bending in coloured, vectorised sweeps),
+/// and the batches. Printed, not timed by criterion: one run per configuration is minutes at
+/// N = 256.
 fn throughput(_c: &mut Criterion) {
     if std::env::var_os("DRAPE_BENCH_THROUGHPUT").is_none() {
         eprintln!("throughput: set DRAPE_BENCH_THROUGHPUT=1 to run (minutes at N = 256)");
@@ -153,11 +155,12 @@ fn throughput(_c: &mut Criterion) {
     for n in [32u32, 64, 128, 256] {
         let dir = tempfile::tempdir().expect("temp dir");
         let loaded = load(n, dir.path());
-        for batched in [false, true] {
+        for mode in ["mesh order", "coloured", "batched"] {
             let body = loaded.body_collider().expect("collider");
             let (model, _) = loaded.build_model(body.as_ref());
             let mut settings = loaded.scene.solver.clone();
-            settings.parallel_projection = batched;
+            settings.parallel_projection = mode == "batched";
+            settings.coloured_sweeps = mode == "coloured";
             let mut s = Solver::new(settings, model, body).expect("solver");
             let (mut projections, mut frames) = (0u64, 0u32);
             let t = Instant::now();
@@ -176,7 +179,7 @@ fn throughput(_c: &mut Criterion) {
             eprintln!(
                 "N = {n} ({} vertices), {} projection: {frames} frames, {:.1} ms/frame, {:.2e} projections/s over the whole step, {:.2e} in the projection stage; per frame: kinematics {:.1}, predict {:.1}, contacts {:.1}, project {:.1}, velocities {:.1}, check {:.1} ms",
                 n * n,
-                if batched { "batched" } else { "serial" },
+                mode,
                 secs * 1e3 / frames.max(1) as f64,
                 projections as f64 / secs,
                 projections as f64 / st.project.as_secs_f64(),

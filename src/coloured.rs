@@ -11,7 +11,7 @@
 //! against 3.07 % (without span limits, 20 substeps: 8.2 % against 9.1 %).
 //!
 //! Colour order is what lets a sweep use the machine: within a colour no two constraints share
-//! a particle, so [`LANES`] of them are projected at once, one per lane of a `wide::f32x8`
+//! a particle, so [`LANES`] of them are projected at once, one per lane of a `wide::f32x4`
 //! (the positions gathered, the arithmetic in vector registers, the corrections scattered),
 //! and a large colour is split among rayon's threads. Bending, the costliest projection
 //! (an `atan2`, three cross products and a dozen divisions per hinge), is compute-bound, which
@@ -26,6 +26,10 @@
 //! bit). The constraints of a colour commute, so how a colour is split among threads does not
 //! matter either: the result is the same on any thread count.
 //!
+//! Four lanes (`f32x4`, one SSE2 register), not eight: with two registers per `f32x8` the
+//! bending's arithmetic spilled to the stack, and the projection stage of the standard scene
+//! took 15.3 ms per frame against 14.5 (N = 64, 10 substeps).
+//!
 //! The colours are built once per solver (`batch::Coloring::greedy`), never in the substep
 //! loop; a sweep allocates nothing.
 
@@ -33,14 +37,17 @@ use std::array::from_fn;
 use std::ops::{Add, Div, Mul, Neg, Sub};
 
 use rayon::prelude::*;
-use wide::f32x8;
+use wide::f32x4;
+
+/// The vector type: one lane per constraint.
+type Lanes = f32x4;
 
 use crate::batch::{Coloring, SharedSlice};
 use crate::constraints::{solve_bend, solve_shear, wrap_angle, Bend, Outcome, Shear, Strain};
 use crate::math::{Real, Vec3, DEGENERATE_AREA2_SQ, DEGENERATE_LENGTH_SQ};
 
 /// Constraints projected together, one per lane.
-pub const LANES: usize = 8;
+pub const LANES: usize = 4;
 
 /// Constraints one rayon task projects in a colour split among threads (a multiple of
 /// [`LANES`]); a colour under twice this runs on the calling thread.
@@ -152,9 +159,9 @@ fn sweep<C: Sync>(
 /// Three vectors of [`LANES`] lanes: one 3-vector per lane.
 #[derive(Clone, Copy)]
 struct V3 {
-    x: f32x8,
-    y: f32x8,
-    z: f32x8,
+    x: Lanes,
+    y: Lanes,
+    z: Lanes,
 }
 
 impl V3 {
@@ -162,25 +169,15 @@ impl V3 {
     #[inline(always)]
     fn gather(p: [Vec3; LANES]) -> Self {
         Self {
-            x: f32x8::new(p.map(|v| v.x)),
-            y: f32x8::new(p.map(|v| v.y)),
-            z: f32x8::new(p.map(|v| v.z)),
+            x: Lanes::new(p.map(|v| v.x)),
+            y: Lanes::new(p.map(|v| v.y)),
+            z: Lanes::new(p.map(|v| v.z)),
         }
-    }
-
-    /// Lane `j` as a [`Vec3`].
-    #[inline(always)]
-    fn lane(self, j: usize) -> Vec3 {
-        Vec3::new(
-            self.x.as_array()[j],
-            self.y.as_array()[j],
-            self.z.as_array()[j],
-        )
     }
 
     /// glam's `Vec3::dot`, operation for operation.
     #[inline(always)]
-    fn dot(self, o: Self) -> f32x8 {
+    fn dot(self, o: Self) -> Lanes {
         (self.x * o.x) + (self.y * o.y) + (self.z * o.z)
     }
 
@@ -231,10 +228,10 @@ impl Neg for V3 {
     }
 }
 
-impl Mul<f32x8> for V3 {
+impl Mul<Lanes> for V3 {
     type Output = Self;
     #[inline(always)]
-    fn mul(self, s: f32x8) -> Self {
+    fn mul(self, s: Lanes) -> Self {
         Self {
             x: self.x * s,
             y: self.y * s,
@@ -243,10 +240,10 @@ impl Mul<f32x8> for V3 {
     }
 }
 
-impl Div<f32x8> for V3 {
+impl Div<Lanes> for V3 {
     type Output = Self;
     #[inline(always)]
-    fn div(self, s: f32x8) -> Self {
+    fn div(self, s: Lanes) -> Self {
         Self {
             x: self.x / s,
             y: self.y / s,
@@ -257,9 +254,9 @@ impl Div<f32x8> for V3 {
 
 /// [`crate::math::atan2`] in every lane, operation for operation.
 #[inline(always)]
-fn atan2(y: f32x8, x: f32x8) -> f32x8 {
+fn atan2(y: Lanes, x: Lanes) -> Lanes {
     use std::f32::consts::{FRAC_PI_2, FRAC_PI_4, PI};
-    let s = f32x8::splat;
+    let s = Lanes::splat;
     let (ax, ay) = (x.abs(), y.abs());
     let swap = ay.simd_gt(ax);
     let num = swap.select(ax, ay);
@@ -283,25 +280,52 @@ fn atan2(y: f32x8, x: f32x8) -> f32x8 {
 
 /// [`wrap_angle`] in every lane.
 #[inline(always)]
-fn wrap(a: f32x8) -> f32x8 {
+fn wrap(a: Lanes) -> Lanes {
     use std::f32::consts::{PI, TAU};
-    let s = f32x8::splat;
+    let s = Lanes::splat;
     // Within (−2π, 2π], the range of a difference of two angles in [−π, π] (both the dihedral
     // angle and a rest angle from `atan2`), `a % TAU` is `a` (or 0 at ±2π, which one step of
     // ±2π gives as well); further out, the scalar function in each lane.
     if a.abs().simd_gt(s(TAU)).any() {
-        return f32x8::new(a.to_array().map(wrap_angle));
+        return Lanes::new(a.to_array().map(wrap_angle));
     }
     let above = a.simd_gt(s(PI));
     let below = a.simd_le(s(-PI));
     above.select(a - s(TAU), below.select(a + s(TAU), a))
 }
 
-/// Lanes whose bits are set in `mask`.
+/// Adds lane `j` of `d[k]` to particle `idx[j][k]` for every lane `j` set in `moves`, and
+/// sets those lanes' multipliers to `lambda + dl`.
+///
+/// # Safety
+/// Every index is in `x`, and no other thread uses these particles meanwhile.
 #[inline(always)]
-fn lanes(mask: f32x8) -> impl Iterator<Item = usize> {
-    let bits = mask.to_bitmask();
-    (0..LANES).filter(move |j| bits & (1 << j) != 0)
+unsafe fn scatter<const K: usize>(
+    x: SharedSlice<'_, Vec3>,
+    idx: &[[usize; K]; LANES],
+    d: [V3; K],
+    moves: Lanes,
+    lambda: Lanes,
+    dl: Lanes,
+    l: &mut [Real],
+) {
+    // Out of the vector registers once, into plain arrays indexed by lane (indexing the
+    // vectors lane by lane spilled them again for every lane).
+    let dx: [[Real; LANES]; K] = from_fn(|k| d[k].x.to_array());
+    let dy: [[Real; LANES]; K] = from_fn(|k| d[k].y.to_array());
+    let dz: [[Real; LANES]; K] = from_fn(|k| d[k].z.to_array());
+    let lambda = (lambda + dl).to_array();
+    let bits = moves.to_bitmask();
+    for j in 0..LANES {
+        if bits & (1 << j) == 0 {
+            continue;
+        }
+        l[j] = lambda[j];
+        for k in 0..K {
+            // SAFETY: the caller's contract.
+            unsafe { x.add(idx[j][k], Vec3::new(dx[k][j], dy[k][j], dz[k][j])) };
+        }
+    }
 }
 
 /// The XPBD step shared by both kinds: the multiplier update `Δλ` of
@@ -309,19 +333,19 @@ fn lanes(mask: f32x8) -> impl Iterator<Item = usize> {
 /// `degenerate`, with a positive, finite denominator).
 #[inline(always)]
 fn step(
-    c: f32x8,
-    grad_w: f32x8,
-    alpha: f32x8,
+    c: Lanes,
+    grad_w: Lanes,
+    alpha: Lanes,
     h: Real,
-    lambda: f32x8,
-    degenerate: f32x8,
-) -> (f32x8, f32x8) {
-    let alpha_tilde = alpha / f32x8::splat(h * h);
+    lambda: Lanes,
+    degenerate: Lanes,
+) -> (Lanes, Lanes) {
+    let alpha_tilde = alpha / Lanes::splat(h * h);
     let denom = grad_w + alpha_tilde;
-    let rigid = denom.simd_le(f32x8::splat(0.0)) | !denom.is_finite();
+    let rigid = denom.simd_le(Lanes::splat(0.0)) | !denom.is_finite();
     let moves = !(degenerate | rigid);
     let dl = (-c - alpha_tilde * lambda) / denom;
-    (moves.select(dl, f32x8::splat(0.0)), moves)
+    (moves.select(dl, Lanes::splat(0.0)), moves)
 }
 
 /// Projects `c` (one colour's constraints, or a chunk of one) with its multipliers `l`.
@@ -373,13 +397,13 @@ fn shear_lanes(x: SharedSlice<'_, Vec3>, w: &[Real], c: &[Shear], l: &mut [Real]
     // SAFETY (gathers and scatters): the indices are in bounds (checked when the solver was
     // built) and no two constraints of a colour share a particle.
     let p: [V3; 3] = from_fn(|k| V3::gather(from_fn(|j| unsafe { x.get(idx[j][k]) })));
-    let ws: [f32x8; 3] = from_fn(|k| f32x8::new(from_fn(|j| w[idx[j][k]])));
-    let d: [f32x8; 4] = from_fn(|m| f32x8::new(from_fn(|j| c[j].rest_inverse[m])));
+    let ws: [Lanes; 3] = from_fn(|k| Lanes::new(from_fn(|j| w[idx[j][k]])));
+    let d: [Lanes; 4] = from_fn(|m| Lanes::new(from_fn(|j| c[j].rest_inverse[m])));
     let [d00, d01, d10, d11] = d;
     let e1 = p[1] - p[0];
     let e2 = p[2] - p[0];
     let area2 = e1.cross(e2);
-    let degenerate = area2.dot(area2).simd_lt(f32x8::splat(DEGENERATE_AREA2_SQ));
+    let degenerate = area2.dot(area2).simd_lt(Lanes::splat(DEGENERATE_AREA2_SQ));
     let fu = e1 * d00 + e2 * d10;
     let fv = e1 * d01 + e2 * d11;
     let strain = fu.dot(fv);
@@ -387,17 +411,12 @@ fn shear_lanes(x: SharedSlice<'_, Vec3>, w: &[Real], c: &[Shear], l: &mut [Real]
     let g2 = fv * d10 + fu * d11;
     let g = [-(g1 + g2), g1, g2];
     let grad_w = ws[0] * g[0].dot(g[0]) + ws[1] * g[1].dot(g[1]) + ws[2] * g[2].dot(g[2]);
-    let alpha = f32x8::new(from_fn(|j| c[j].compliance_per_n_m));
-    let lambda = f32x8::new(from_fn(|j| l[j]));
+    let alpha = Lanes::new(from_fn(|j| c[j].compliance_per_n_m));
+    let lambda = Lanes::new(from_fn(|j| l[j]));
     let (dl, moves) = step(strain, grad_w, alpha, h, lambda, degenerate);
     let d: [V3; 3] = from_fn(|k| g[k] * (ws[k] * dl));
-    for j in lanes(moves) {
-        l[j] = lambda.as_array()[j] + dl.as_array()[j];
-        for k in 0..3 {
-            // SAFETY: as above.
-            unsafe { x.add(idx[j][k], d[k].lane(j)) };
-        }
-    }
+    // SAFETY: as above.
+    unsafe { scatter(x, &idx, d, moves, lambda, dl, l) };
     degenerate.to_bitmask().count_ones() as u64
 }
 
@@ -437,11 +456,11 @@ fn bend_one(x: SharedSlice<'_, Vec3>, w: &[Real], c: &Bend, l: &mut Real, h: Rea
 /// [`crate::constraints::dihedral_angle_and_gradient`]) in every lane.
 #[inline(always)]
 fn bend_lanes(x: SharedSlice<'_, Vec3>, w: &[Real], c: &[Bend], l: &mut [Real], h: Real) -> u64 {
-    let s = f32x8::splat;
+    let s = Lanes::splat;
     let idx: [[usize; 4]; LANES] = from_fn(|j| c[j].particles.map(|i| i as usize));
     // SAFETY (gathers and scatters): as in `shear_lanes`.
     let p: [V3; 4] = from_fn(|k| V3::gather(from_fn(|j| unsafe { x.get(idx[j][k]) })));
-    let ws: [f32x8; 4] = from_fn(|k| f32x8::new(from_fn(|j| w[idx[j][k]])));
+    let ws: [Lanes; 4] = from_fn(|k| Lanes::new(from_fn(|j| w[idx[j][k]])));
     // Bridson et al.'s names: x₁, x₂ the opposite vertices, x₃ x₄ the shared edge.
     let (x1, x2, x3, x4) = (p[2], p[3], p[0], p[1]);
     let e = x4 - x3;
@@ -463,23 +482,18 @@ fn bend_lanes(x: SharedSlice<'_, Vec3>, w: &[Real], c: &[Bend], l: &mut [Real], 
     let u3 = m1 * (x1 - x4).dot(e_hat) + m2 * (x2 - x4).dot(e_hat);
     let u4 = -(m1 * (x1 - x3).dot(e_hat)) - m2 * (x2 - x3).dot(e_hat);
     let g = [-u3, -u4, -u1, -u2];
-    let rest = f32x8::new(from_fn(|j| c[j].rest_angle_rad));
+    let rest = Lanes::new(from_fn(|j| c[j].rest_angle_rad));
     let angle = wrap(theta - rest);
     let grad_w = ws[0] * g[0].dot(g[0])
         + ws[1] * g[1].dot(g[1])
         + ws[2] * g[2].dot(g[2])
         + ws[3] * g[3].dot(g[3]);
-    let alpha = f32x8::new(from_fn(|j| c[j].compliance_per_n_m));
-    let lambda = f32x8::new(from_fn(|j| l[j]));
+    let alpha = Lanes::new(from_fn(|j| c[j].compliance_per_n_m));
+    let lambda = Lanes::new(from_fn(|j| l[j]));
     let (dl, moves) = step(angle, grad_w, alpha, h, lambda, degenerate);
     let d: [V3; 4] = from_fn(|k| g[k] * (ws[k] * dl));
-    for j in lanes(moves) {
-        l[j] = lambda.as_array()[j] + dl.as_array()[j];
-        for k in 0..4 {
-            // SAFETY: as above.
-            unsafe { x.add(idx[j][k], d[k].lane(j)) };
-        }
-    }
+    // SAFETY: as above.
+    unsafe { scatter(x, &idx, d, moves, lambda, dl, l) };
     degenerate.to_bitmask().count_ones() as u64
 }
 
@@ -520,26 +534,33 @@ mod tests {
     }
 
     fn hinges(tris: &[[u32; 3]], rest: &[Vec3]) -> Vec<Bend> {
-        let mut out = Vec::new();
-        for (a, ta) in tris.iter().enumerate() {
-            for tb in &tris[a + 1..] {
-                let shared: Vec<u32> = ta.iter().copied().filter(|v| tb.contains(v)).collect();
-                if shared.len() != 2 {
-                    continue;
-                }
-                let o1 = *ta.iter().find(|v| !shared.contains(v)).unwrap();
-                let o2 = *tb.iter().find(|v| !shared.contains(v)).unwrap();
-                let particles = [shared[0], shared[1], o1, o2];
-                let p = particles.map(|i| rest[i as usize]);
-                let (theta, _) = dihedral_angle_and_gradient(p).unwrap();
-                out.push(Bend {
-                    particles,
-                    rest_angle_rad: theta,
-                    compliance_per_n_m: 1.0e-3 * (1 + out.len() % 4) as Real,
-                });
+        // Each interior edge's two triangles, by the edge's sorted vertex pair.
+        let mut by_edge: std::collections::HashMap<[u32; 2], Vec<usize>> = Default::default();
+        for (t, tri) in tris.iter().enumerate() {
+            for k in 0..3 {
+                let (a, b) = (tri[k], tri[(k + 1) % 3]);
+                by_edge.entry([a.min(b), a.max(b)]).or_default().push(t);
             }
         }
-        out
+        let mut pairs: Vec<([u32; 2], usize, usize)> = by_edge
+            .into_iter()
+            .filter(|(_, t)| t.len() == 2)
+            .map(|(e, t)| (e, t[0], t[1]))
+            .collect();
+        pairs.sort_unstable();
+        let opposite = |t: usize, e: [u32; 2]| *tris[t].iter().find(|v| !e.contains(v)).unwrap();
+        (pairs.iter().enumerate())
+            .map(|(k, &(e, ta, tb))| {
+                let particles = [e[0], e[1], opposite(ta, e), opposite(tb, e)];
+                let (theta, _) =
+                    dihedral_angle_and_gradient(particles.map(|i| rest[i as usize])).unwrap();
+                Bend {
+                    particles,
+                    rest_angle_rad: theta,
+                    compliance_per_n_m: 1.0e-3 * (1 + k % 4) as Real,
+                }
+            })
+            .collect()
     }
 
     /// The scalar sweep in the list's order, for reference.
@@ -592,9 +613,34 @@ mod tests {
         assert!(xs != x0, "the sweep moved nothing");
         assert_eq!(xs, xv);
         assert_eq!(ls, lv);
-        // The same split among threads.
+    }
+
+    #[test]
+    fn a_colour_split_among_threads_gives_the_serial_result() {
+        // Large enough for colours of more than two parallel chunks.
+        let n = 128;
+        let (rest, x0, w) = crumpled(n);
+        let mut bend = hinges(&grid_triangles(n), &rest);
+        let colours = Colours::sort(&mut bend, |c| c.particles, x0.len());
+        let largest = (colours.offsets.windows(2).map(|o| o[1] - o[0]).max()).unwrap();
+        assert!(largest >= 2 * PARALLEL_CHUNK, "largest colour {largest}");
+        let h = 1.0 / 240.0;
+        let (mut xs, mut ls) = (x0.clone(), vec![0.01; bend.len()]);
         let (mut xp, mut lp) = (x0.clone(), vec![0.01; bend.len()]);
         for reverse in [false, true, false] {
+            let serial = Pass {
+                h,
+                reverse,
+                parallel: false,
+            };
+            project_bend(
+                SharedSlice::new(&mut xs),
+                &w,
+                &bend,
+                &mut ls,
+                &colours,
+                serial,
+            );
             project_bend(
                 SharedSlice::new(&mut xp),
                 &w,
@@ -608,7 +654,9 @@ mod tests {
                 },
             );
         }
+        assert!(xs != x0, "the sweep moved nothing");
         assert_eq!(xs, xp);
+        assert_eq!(ls, lp);
     }
 
     /// The scalar sweep colour by colour, backward when `reverse`.
@@ -733,7 +781,7 @@ mod tests {
         ];
         for &y in &vals {
             for &x in &vals {
-                let v = atan2(f32x8::splat(y), f32x8::splat(x)).as_array()[0];
+                let v = atan2(Lanes::splat(y), Lanes::splat(x)).as_array()[0];
                 let r = crate::math::atan2(y, x);
                 assert_eq!(v.to_bits(), r.to_bits(), "atan2({y}, {x})");
             }
@@ -750,7 +798,7 @@ mod tests {
             -20.0,
         ] {
             assert_eq!(
-                wrap(f32x8::splat(a)).as_array()[0],
+                wrap(Lanes::splat(a)).as_array()[0],
                 wrap_angle(a),
                 "wrap({a})"
             );

@@ -131,7 +131,7 @@ pub struct SolverSettings {
     /// another order than the mesh's, which leaves 2–4× more stretch at the same substeps; so it
     /// is off by default (docs/solver.md, "Parallel projection").
     pub parallel_projection: bool,
-    /// Project the shear and bending constraints colour by colour, eight at a time in vector
+    /// Project the shear and bending constraints colour by colour, four at a time in vector
     /// lanes and a large colour on all cores (see [`crate::coloured`]), instead of one after
     /// another in the mesh's order. The stretch keeps the mesh's order. On by default: the same
     /// result on any thread count, and these two kinds do not carry loads along the mesh, so
