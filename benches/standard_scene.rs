@@ -190,6 +190,18 @@ fn throughput(_c: &mut Criterion) {
                 ms(st.velocities),
                 ms(st.check),
             );
+            let k = &st.project_kinds;
+            eprintln!(
+                "    projection by kind, ms/frame: attachments {:.2}, span limits {:.2}, stretch {:.2}, shear {:.2}, bend {:.2}, body vertices {:.2}, contacts {:.2}, self-contacts {:.2}",
+                ms(k.attachments),
+                ms(k.span_limits),
+                ms(k.stretch),
+                ms(k.shear),
+                ms(k.bend),
+                ms(k.body_vertices),
+                ms(k.contacts),
+                ms(k.self_contacts),
+            );
         }
     }
 }

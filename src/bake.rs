@@ -28,7 +28,7 @@ use crate::scene::{
 };
 use crate::sim::{Anchored, BodyBinding, BodyMotion, ClothModel, Pin, SimError, Solver};
 use crate::stats::{
-    count_self_intersections, edge_stretch, ConstraintCounts, FrameStats, StageMs, Stats,
+    count_self_intersections, edge_stretch, ConstraintCounts, FrameStats, ProjectMs, StageMs, Stats,
 };
 
 /// Why a scene could not be baked.
@@ -1422,6 +1422,19 @@ pub fn bake_at(
             project: ms(times.project),
             velocities: ms(times.velocities),
             check: ms(times.check),
+            project_kinds: {
+                let k = &times.project_kinds;
+                ProjectMs {
+                    attachments: ms(k.attachments),
+                    span_limits: ms(k.span_limits),
+                    stretch: ms(k.stretch),
+                    shear: ms(k.shear),
+                    bend: ms(k.bend),
+                    body_vertices: ms(k.body_vertices),
+                    contacts: ms(k.contacts),
+                    self_contacts: ms(k.self_contacts),
+                }
+            },
         },
         warnings,
         preroll_frames: preroll,

@@ -573,6 +573,47 @@ pub struct StageTimes {
     pub velocities: Duration,
     /// Stage 7.
     pub check: Duration,
+    /// Stage 5 by constraint kind (their sum is within [`Self::project`], which also holds the
+    /// multiplier resets and the warm start).
+    pub project_kinds: ProjectTimes,
+}
+
+/// Time spent projecting each kind of constraint, every sweep of every substep (a global solve
+/// counted with its kind).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct ProjectTimes {
+    /// Soft attachments, the GUI's drag and the tethers.
+    pub attachments: Duration,
+    /// Span limits.
+    pub span_limits: Duration,
+    /// Stretch: the edges (or nothing with the membrane per triangle).
+    pub stretch: Duration,
+    /// Shear: the triangle rows (their yarn rows too with the membrane per triangle).
+    pub shear: Duration,
+    /// Bending hinges.
+    pub bend: Duration,
+    /// Body-vertex contacts.
+    pub body_vertices: Duration,
+    /// Particle–body contacts.
+    pub contacts: Duration,
+    /// Cloth–cloth contacts.
+    pub self_contacts: Duration,
+}
+
+/// A stopwatch that charges the time since its last split to one of several totals.
+struct Laps(Instant);
+
+impl Laps {
+    fn start() -> Self {
+        Self(Instant::now())
+    }
+
+    /// Adds the time since the last split (or the start) to `total`.
+    fn split(&mut self, total: &mut Duration) {
+        let now = Instant::now();
+        *total += now - self.0;
+        self.0 = now;
+    }
 }
 
 /// What happened during one frame.
@@ -1493,6 +1534,8 @@ impl Solver {
         let x = &mut p.x;
         let w = &p.inv_mass;
         let sweeps = 2 * settings.iterations;
+        let kinds = &mut times.project_kinds;
+        let mut laps = Laps::start();
         for it in 0..sweeps {
             let last = it + 1 == sweeps;
             let reverse = it % 2 == 1;
@@ -1523,7 +1566,9 @@ impl Solver {
                     x[i] += d;
                 }
             });
+            laps.split(&mut kinds.attachments);
             project_span_limits(x, w, &model.span_limits, lambda_span, reverse);
+            laps.split(&mut kinds.span_limits);
             // With the membrane per triangle the edges are only measured; the yarn strains are
             // among the triangle constraints, solved with the shear (globally when either the
             // stretch or the shear solve is global).
@@ -1591,6 +1636,7 @@ impl Solver {
             if last && !global {
                 report.max_residual_m = stretch.max_residual_m;
             }
+            laps.split(&mut kinds.stretch);
             let pass = coloured::Pass {
                 h,
                 reverse,
@@ -1639,6 +1685,7 @@ impl Solver {
                     },
                 )
             };
+            laps.split(&mut kinds.shear);
             let global_bending = settings.bend_solve == StretchSolve::Global;
             let bend = if let Some(colours) = bend_colours.as_ref().filter(|_| !global_bending) {
                 let skipped =
@@ -1680,23 +1727,29 @@ impl Solver {
                     },
                 )
             };
+            laps.split(&mut kinds.bend);
             if global_shearing {
                 let g = global_shear.solve(x, w, &model.shear, lambda_shear, h, it as usize);
                 report.degenerate += g.degenerate as u64;
                 report.shear_cg_iterations += g.iterations as u64;
+                laps.split(&mut kinds.shear);
             }
             if global_bending {
                 let g = global_bend.solve(x, w, &model.bend, lambda_bend, h, it as usize);
                 report.degenerate += g.degenerate as u64;
                 report.bend_cg_iterations += g.iterations as u64;
+                laps.split(&mut kinds.bend);
             }
             report.degenerate += stretch.degenerate + shear.degenerate + bend.degenerate;
             if vertex_contacts {
                 body_vertex.project(x, w, max_push);
+                laps.split(&mut kinds.body_vertices);
             }
             project_contacts(x, w, contacts, lambda_contact, max_push);
+            laps.split(&mut kinds.contacts);
             if let Some(sc) = self_collision.as_mut() {
                 sc.project(x, w, reverse);
+                laps.split(&mut kinds.self_contacts);
             }
         }
         let self_contacts = self_collision.as_ref().map_or(0, |sc| sc.contacts().len());

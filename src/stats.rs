@@ -82,6 +82,32 @@ pub struct StageMs {
     pub velocities: f64,
     /// Failure checks.
     pub check: f64,
+    /// The constraint projection by kind (within `project`).
+    #[serde(default)]
+    pub project_kinds: ProjectMs,
+}
+
+/// Milliseconds spent projecting each kind of constraint over the whole bake
+/// ([`crate::sim::ProjectTimes`]).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ProjectMs {
+    /// Soft attachments, the drag and the tethers.
+    pub attachments: f64,
+    /// Span limits.
+    pub span_limits: f64,
+    /// Stretch edges.
+    pub stretch: f64,
+    /// Shear (and, with the membrane per triangle, the yarn rows).
+    pub shear: f64,
+    /// Bending hinges.
+    pub bend: f64,
+    /// Body-vertex contacts.
+    pub body_vertices: f64,
+    /// Particle–body contacts.
+    pub contacts: f64,
+    /// Cloth–cloth contacts.
+    pub self_contacts: f64,
 }
 
 /// The stats report written by `drape bake --stats`.

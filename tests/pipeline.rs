@@ -92,6 +92,36 @@ fn bake_round_trips_through_gltf_pc2_mdd_and_passes_the_validator() {
     }
     assert_eq!(s["frames"], 12);
     assert_eq!(s["render_vertices"], 256);
+    // The projection by kind: the kinds this cloth has take time, and together no more than
+    // the projection stage they are part of.
+    let stage = &s["stage_ms"];
+    let kinds = &stage["project_kinds"];
+    let ms = |v: &serde_json::Value, key: &str| {
+        v[key]
+            .as_f64()
+            .unwrap_or_else(|| panic!("stage_ms lacks `{key}`"))
+    };
+    for key in ["stretch", "shear", "bend", "contacts"] {
+        assert!(ms(kinds, key) > 0.0, "no time for `{key}`: {kinds}");
+    }
+    let sum: f64 = [
+        "attachments",
+        "span_limits",
+        "stretch",
+        "shear",
+        "bend",
+        "body_vertices",
+        "contacts",
+        "self_contacts",
+    ]
+    .iter()
+    .map(|k| ms(kinds, k))
+    .sum();
+    assert!(
+        sum <= ms(stage, "project") + 1e-6,
+        "kinds {sum} ms > project {} ms",
+        ms(stage, "project")
+    );
     let per_frame = s["per_frame"].as_array().unwrap();
     assert_eq!(per_frame.len(), 12);
     for f in per_frame {
