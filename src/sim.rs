@@ -133,9 +133,11 @@ pub struct SolverSettings {
     pub parallel_projection: bool,
     /// Project the shear and bending constraints colour by colour, four at a time in vector
     /// lanes and a large colour on all cores (see [`crate::coloured`]), instead of one after
-    /// another in the mesh's order. The stretch keeps the mesh's order. On by default: the same
-    /// result on any thread count, and these two kinds do not carry loads along the mesh, so
-    /// their order barely moves the stretch (docs/solver.md, "Coloured sweeps"). Ignored with
+    /// another in the mesh's order; and the stretch and the span limits in levels of their own
+    /// order, four at a time, which gives exactly the one-at-a-time sweep's numbers. On by
+    /// default: the same result on any thread count, and shear and bending do not carry loads
+    /// along the mesh, so their order barely moves the stretch (docs/solver.md, "Coloured
+    /// sweeps"). Off, every kind is projected one at a time in the mesh's order. Ignored with
     /// [`Self::parallel_projection`], which batches them its own way.
     pub coloured_sweeps: bool,
     /// How the stretch constraints are projected in each sweep: one Gauss–Seidel pass
@@ -697,6 +699,11 @@ pub struct Solver {
     /// ([`SolverSettings::coloured_sweeps`]); `None` for a kind projected otherwise.
     shear_colours: Option<Colours>,
     bend_colours: Option<Colours>,
+    /// The levels of `model.stretch` in its own order (sorted to match), for the stretch sweep
+    /// with [`SolverSettings::coloured_sweeps`] ([`Colours::levels`]).
+    stretch_levels: Option<Colours>,
+    /// The levels of `model.span_limits`, likewise.
+    span_levels: Option<Colours>,
     /// The buffers of the global stretch solve ([`StretchSolve::Global`]).
     global_stretch: GlobalStretch,
     global_bend: GlobalBend,
@@ -1056,6 +1063,16 @@ impl Solver {
             .then(|| Colours::sort(&mut model.shear, |c| c.particles, model.positions.len()));
         let bend_colours = (coloured && settings.bend_solve == StretchSolve::Sweep)
             .then(|| Colours::sort(&mut model.bend, |c| c.particles, model.positions.len()));
+        // The stretch keeps its order: its levels give the same sweep, bit for bit.
+        let stretch_levels = (coloured && settings.stretch_solve == StretchSolve::Sweep)
+            .then(|| Colours::levels(&mut model.stretch, |c| c.particles, model.positions.len()));
+        let span_levels = coloured.then(|| {
+            Colours::levels(
+                &mut model.span_limits,
+                |c| c.particles,
+                model.positions.len(),
+            )
+        });
         let mut mass = model.mass_kg.clone();
         for pin in &model.pins {
             mass[pin.particle as usize] = 0.0;
@@ -1114,6 +1131,8 @@ impl Solver {
             batches,
             shear_colours,
             bend_colours,
+            stretch_levels,
+            span_levels,
             global_stretch: GlobalStretch::default(),
             global_bend: GlobalBend::default(),
             global_shear: GlobalShear::default(),
@@ -1415,6 +1434,8 @@ impl Solver {
             batches,
             shear_colours,
             bend_colours,
+            stretch_levels,
+            span_levels,
             global_stretch,
             global_bend,
             global_shear,
@@ -1539,6 +1560,11 @@ impl Solver {
         for it in 0..sweeps {
             let last = it + 1 == sweeps;
             let reverse = it % 2 == 1;
+            let pass = coloured::Pass {
+                h,
+                reverse,
+                parallel: settings.parallel,
+            };
             sweep(&model.attach, lambda_attach, reverse, |(c, l)| {
                 let i = c.particle as usize;
                 if let Outcome::Move([d]) =
@@ -1567,7 +1593,13 @@ impl Solver {
                 }
             });
             laps.split(&mut kinds.attachments);
-            project_span_limits(x, w, &model.span_limits, lambda_span, reverse);
+            match span_levels.as_ref() {
+                Some(levels) => {
+                    let (limits, xs) = (&model.span_limits, SharedSlice::new(x));
+                    coloured::project_span_limits(xs, w, limits, lambda_span, levels, pass);
+                }
+                None => project_span_limits(x, w, &model.span_limits, lambda_span, reverse),
+            }
             laps.split(&mut kinds.span_limits);
             // With the membrane per triangle the edges are only measured; the yarn strains are
             // among the triangle constraints, solved with the shear (globally when either the
@@ -1588,67 +1620,84 @@ impl Solver {
             // SAFETY (the three kinds below): each closure reads and writes only the particles
             // of its own constraint, whose indices `Solver::new` checked; within a colour no two
             // constraints share a particle (`Batches::colour`), and serially there is one thread.
-            let stretch = project_kind(
-                if global || !edges {
-                    &[]
-                } else {
-                    &model.stretch
-                },
-                lambda_stretch,
-                batches
-                    .as_ref()
-                    .filter(|_| !global && edges)
-                    .map(|b| &b.stretch),
-                reverse,
-                xs,
-                |c, l, x| {
-                    let [a, b] = c.particles.map(|i| i as usize);
-                    let before = *l;
-                    let (xa, xb) = unsafe { (x.get(a), x.get(b)) };
-                    let mut counts = SweepCounts::default();
-                    match solve_distance(
-                        [xa, xb],
-                        [w[a], w[b]],
-                        c.rest_length_m,
-                        c.compliance_m_per_n,
-                        h,
-                        l,
-                    ) {
-                        Outcome::Move([da, db]) => {
-                            // Over-relaxation: ω times the Gauss–Seidel step, multiplier
-                            // included.
-                            unsafe {
-                                x.add(a, da * omega);
-                                x.add(b, db * omega);
+            let levelled = stretch_levels.as_ref().filter(|_| !global && edges);
+            let stretch = if let Some(levels) = levelled {
+                let relax = coloured::StretchPass {
+                    omega,
+                    inv_h2,
+                    residual: last,
+                };
+                let c = coloured::project_stretch(
+                    xs,
+                    w,
+                    &model.stretch,
+                    lambda_stretch,
+                    levels,
+                    pass,
+                    relax,
+                );
+                SweepCounts {
+                    degenerate: c.degenerate,
+                    max_residual_m: c.max_residual_m,
+                }
+            } else {
+                project_kind(
+                    if global || !edges {
+                        &[]
+                    } else {
+                        &model.stretch
+                    },
+                    lambda_stretch,
+                    batches
+                        .as_ref()
+                        .filter(|_| !global && edges)
+                        .map(|b| &b.stretch),
+                    reverse,
+                    xs,
+                    |c, l, x| {
+                        let [a, b] = c.particles.map(|i| i as usize);
+                        let before = *l;
+                        let (xa, xb) = unsafe { (x.get(a), x.get(b)) };
+                        let mut counts = SweepCounts::default();
+                        match solve_distance(
+                            [xa, xb],
+                            [w[a], w[b]],
+                            c.rest_length_m,
+                            c.compliance_m_per_n,
+                            h,
+                            l,
+                        ) {
+                            Outcome::Move([da, db]) => {
+                                // Over-relaxation: ω times the Gauss–Seidel step, multiplier
+                                // included.
+                                unsafe {
+                                    x.add(a, da * omega);
+                                    x.add(b, db * omega);
+                                }
+                                *l = before + (*l - before) * omega;
+                                if last {
+                                    let denom = w[a] + w[b] + c.compliance_m_per_n * inv_h2;
+                                    counts.max_residual_m = (*l - before).abs() * denom;
+                                }
                             }
-                            *l = before + (*l - before) * omega;
-                            if last {
-                                let denom = w[a] + w[b] + c.compliance_m_per_n * inv_h2;
-                                counts.max_residual_m = (*l - before).abs() * denom;
-                            }
+                            Outcome::Degenerate => counts.degenerate = 1,
+                            Outcome::Rigid => {}
                         }
-                        Outcome::Degenerate => counts.degenerate = 1,
-                        Outcome::Rigid => {}
-                    }
-                    counts
-                },
-            );
+                        counts
+                    },
+                )
+            };
             if last && !global {
                 report.max_residual_m = stretch.max_residual_m;
             }
             laps.split(&mut kinds.stretch);
-            let pass = coloured::Pass {
-                h,
-                reverse,
-                parallel: settings.parallel,
-            };
             let global_shearing = settings.shear_solve == StretchSolve::Global
                 || (!edges && settings.stretch_solve == StretchSolve::Global);
             let shear = if let Some(colours) = shear_colours.as_ref().filter(|_| !global_shearing) {
                 let skipped =
                     coloured::project_shear(xs, w, &model.shear, lambda_shear, colours, pass);
                 SweepCounts {
-                    degenerate: skipped,
+                    degenerate: skipped.degenerate,
                     max_residual_m: 0.0,
                 }
             } else {
@@ -1691,7 +1740,7 @@ impl Solver {
                 let skipped =
                     coloured::project_bend(xs, w, &model.bend, lambda_bend, colours, pass);
                 SweepCounts {
-                    degenerate: skipped,
+                    degenerate: skipped.degenerate,
                     max_residual_m: 0.0,
                 }
             } else {
