@@ -144,8 +144,8 @@ fn collider_update(c: &mut Criterion) {
 /// Constraint projections per second (issue 8's throughput figure) and the stage split, at
 /// N = 32 … 256: the first 12 frames of the drape (fall and first contact, before a coarse
 /// substep count can fail at the large sizes), with three projections: every kind one at a
-/// time in the mesh's order, the default (shear and bending in coloured, vectorised sweeps),
-/// and the batches. Printed, not timed by criterion: one run per configuration is minutes at
+/// time in the mesh's order, the default (the same order, four at a time in levels: the same
+/// numbers), and the batches. Printed, not timed by criterion: one run per configuration is minutes at
 /// N = 256.
 fn throughput(_c: &mut Criterion) {
     if std::env::var_os("DRAPE_BENCH_THROUGHPUT").is_none() {
@@ -155,12 +155,12 @@ fn throughput(_c: &mut Criterion) {
     for n in [32u32, 64, 128, 256] {
         let dir = tempfile::tempdir().expect("temp dir");
         let loaded = load(n, dir.path());
-        for mode in ["mesh order", "coloured", "batched"] {
+        for mode in ["one at a time", "vector sweeps", "batched"] {
             let body = loaded.body_collider().expect("collider");
             let (model, _) = loaded.build_model(body.as_ref());
             let mut settings = loaded.scene.solver.clone();
             settings.parallel_projection = mode == "batched";
-            settings.coloured_sweeps = mode == "coloured";
+            settings.vector_sweeps = mode == "vector sweeps";
             let mut s = Solver::new(settings, model, body).expect("solver");
             let (mut projections, mut frames) = (0u64, 0u32);
             let t = Instant::now();

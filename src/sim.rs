@@ -52,7 +52,6 @@ use rayon::prelude::*;
 use crate::batch::{self, Batching, SharedSlice};
 use crate::body_points::BodyVertexContacts;
 use crate::collide::{BodyCollider, ColliderError, Contact, ProximityCache, SurfaceAnchor};
-use crate::coloured::{self, Colours};
 use crate::constraints::{
     distance_and_gradient, friction_correction, multiplier_move, solve_attachment, solve_bend,
     solve_contact, solve_distance, solve_shear, solve_span_limit, solve_tether,
@@ -60,6 +59,7 @@ use crate::constraints::{
     Tether,
 };
 use crate::global_stretch::{GlobalBend, GlobalShear, GlobalStretch};
+use crate::levels::{self, Levels};
 use crate::material::ClothConstraints;
 pub use crate::material::Membrane;
 use crate::math::{Real, Vec3};
@@ -131,15 +131,12 @@ pub struct SolverSettings {
     /// another order than the mesh's, which leaves 2–4× more stretch at the same substeps; so it
     /// is off by default (docs/solver.md, "Parallel projection").
     pub parallel_projection: bool,
-    /// Project the shear and bending constraints colour by colour, four at a time in vector
-    /// lanes and a large colour on all cores (see [`crate::coloured`]), instead of one after
-    /// another in the mesh's order; and the stretch and the span limits in levels of their own
-    /// order, four at a time, which gives exactly the one-at-a-time sweep's numbers. On by
-    /// default: the same result on any thread count, and shear and bending do not carry loads
-    /// along the mesh, so their order barely moves the stretch (docs/solver.md, "Coloured
-    /// sweeps"). Off, every kind is projected one at a time in the mesh's order. Ignored with
-    /// [`Self::parallel_projection`], which batches them its own way.
-    pub coloured_sweeps: bool,
+    /// Project the span limits, stretch, shear and bending four constraints at a time in vector
+    /// lanes, in levels of the mesh's order (see [`crate::levels`]): the same numbers, bit for
+    /// bit, as projecting them one at a time in that order, in about 40 % of the time. On by
+    /// default; off projects one at a time (the reference the levels are tested against).
+    /// Ignored with [`Self::parallel_projection`], which batches the constraints its own way.
+    pub vector_sweeps: bool,
     /// How the stretch constraints are projected in each sweep: one Gauss–Seidel pass
     /// ([`StretchSolve::Sweep`], the default), or all of them together by conjugate gradients
     /// ([`StretchSolve::Global`], see [`crate::global_stretch`]), which holds stiff fabrics to
@@ -201,7 +198,7 @@ impl Default for SolverSettings {
             self_collision_thickness_m: 0.004,
             parallel: true,
             parallel_projection: false,
-            coloured_sweeps: true,
+            vector_sweeps: true,
             stretch_solve: StretchSolve::Sweep,
             bend_solve: StretchSolve::Sweep,
             shear_solve: StretchSolve::Sweep,
@@ -695,15 +692,13 @@ pub struct Solver {
     /// The batches of `model.stretch`, `shear` and `bend` (reordered to match) when
     /// [`SolverSettings::parallel_projection`] is on.
     batches: Option<Batches>,
-    /// The colours of `model.shear` and `model.bend` (sorted to match) for the coloured sweeps
-    /// ([`SolverSettings::coloured_sweeps`]); `None` for a kind projected otherwise.
-    shear_colours: Option<Colours>,
-    bend_colours: Option<Colours>,
-    /// The levels of `model.stretch` in its own order (sorted to match), for the stretch sweep
-    /// with [`SolverSettings::coloured_sweeps`] ([`Colours::levels`]).
-    stretch_levels: Option<Colours>,
-    /// The levels of `model.span_limits`, likewise.
-    span_levels: Option<Colours>,
+    /// The levels of `model.stretch`, `shear`, `bend` and `span_limits` in their own order
+    /// (sorted to match) for the vector sweeps ([`SolverSettings::vector_sweeps`]); `None` for a
+    /// kind projected otherwise.
+    shear_levels: Option<Levels>,
+    bend_levels: Option<Levels>,
+    stretch_levels: Option<Levels>,
+    span_levels: Option<Levels>,
     /// The buffers of the global stretch solve ([`StretchSolve::Global`]).
     global_stretch: GlobalStretch,
     global_bend: GlobalBend,
@@ -1053,26 +1048,22 @@ impl Solver {
         let batches = settings
             .parallel_projection
             .then(|| Batches::new(&mut model));
-        // Coloured sweeps: not with the batches, and not for a kind solved globally. With the
-        // membrane per triangle the triangle rows carry the stretch, so they keep the mesh's
-        // order like the edges.
-        let coloured = settings.coloured_sweeps && batches.is_none();
-        let shear_colours = (coloured
-            && model.membrane == Membrane::Edges
-            && settings.shear_solve == StretchSolve::Sweep)
-            .then(|| Colours::sort(&mut model.shear, |c| c.particles, model.positions.len()));
-        let bend_colours = (coloured && settings.bend_solve == StretchSolve::Sweep)
-            .then(|| Colours::sort(&mut model.bend, |c| c.particles, model.positions.len()));
-        // The stretch keeps its order: its levels give the same sweep, bit for bit.
-        let stretch_levels = (coloured && settings.stretch_solve == StretchSolve::Sweep)
-            .then(|| Colours::levels(&mut model.stretch, |c| c.particles, model.positions.len()));
-        let span_levels = coloured.then(|| {
-            Colours::levels(
-                &mut model.span_limits,
-                |c| c.particles,
-                model.positions.len(),
-            )
-        });
+        // Vector sweeps: not with the batches, and not for a kind solved globally. Each
+        // kind's levels keep its order, so the sweeps give the serial sweep's numbers.
+        let vector = settings.vector_sweeps && batches.is_none();
+        let n = model.positions.len();
+        let sweeping = |solve: StretchSolve| vector && solve == StretchSolve::Sweep;
+        let shear_global = settings.shear_solve == StretchSolve::Global
+            || (model.membrane == Membrane::Triangles
+                && settings.stretch_solve == StretchSolve::Global);
+        let stretch_levels = (sweeping(settings.stretch_solve)
+            && model.membrane == Membrane::Edges)
+            .then(|| Levels::new(&mut model.stretch, |c| c.particles, n));
+        let shear_levels =
+            (vector && !shear_global).then(|| Levels::new(&mut model.shear, |c| c.particles, n));
+        let bend_levels =
+            sweeping(settings.bend_solve).then(|| Levels::new(&mut model.bend, |c| c.particles, n));
+        let span_levels = vector.then(|| Levels::new(&mut model.span_limits, |c| c.particles, n));
         let mut mass = model.mass_kg.clone();
         for pin in &model.pins {
             mass[pin.particle as usize] = 0.0;
@@ -1129,8 +1120,8 @@ impl Solver {
             lambda_drag: 0.0,
             times: StageTimes::default(),
             batches,
-            shear_colours,
-            bend_colours,
+            shear_levels,
+            bend_levels,
             stretch_levels,
             span_levels,
             global_stretch: GlobalStretch::default(),
@@ -1432,8 +1423,8 @@ impl Solver {
             lambda_drag,
             times,
             batches,
-            shear_colours,
-            bend_colours,
+            shear_levels,
+            bend_levels,
             stretch_levels,
             span_levels,
             global_stretch,
@@ -1560,7 +1551,7 @@ impl Solver {
         for it in 0..sweeps {
             let last = it + 1 == sweeps;
             let reverse = it % 2 == 1;
-            let pass = coloured::Pass {
+            let pass = levels::Pass {
                 h,
                 reverse,
                 parallel: settings.parallel,
@@ -1596,7 +1587,7 @@ impl Solver {
             match span_levels.as_ref() {
                 Some(levels) => {
                     let (limits, xs) = (&model.span_limits, SharedSlice::new(x));
-                    coloured::project_span_limits(xs, w, limits, lambda_span, levels, pass);
+                    levels::project_span_limits(xs, w, limits, lambda_span, levels, pass);
                 }
                 None => project_span_limits(x, w, &model.span_limits, lambda_span, reverse),
             }
@@ -1618,16 +1609,17 @@ impl Solver {
             let omega = settings.stretch_relaxation;
             let inv_h2 = 1.0 / (h * h);
             // SAFETY (the three kinds below): each closure reads and writes only the particles
-            // of its own constraint, whose indices `Solver::new` checked; within a colour no two
-            // constraints share a particle (`Batches::colour`), and serially there is one thread.
+            // of its own constraint, whose indices `Solver::new` checked; within a colour or a
+            // level no two constraints share a particle (`Batches`, `Levels`), and serially there
+            // is one thread.
             let levelled = stretch_levels.as_ref().filter(|_| !global && edges);
             let stretch = if let Some(levels) = levelled {
-                let relax = coloured::StretchPass {
+                let relax = levels::StretchPass {
                     omega,
                     inv_h2,
                     residual: last,
                 };
-                let c = coloured::project_stretch(
+                let c = levels::project_stretch(
                     xs,
                     w,
                     &model.stretch,
@@ -1693,9 +1685,9 @@ impl Solver {
             laps.split(&mut kinds.stretch);
             let global_shearing = settings.shear_solve == StretchSolve::Global
                 || (!edges && settings.stretch_solve == StretchSolve::Global);
-            let shear = if let Some(colours) = shear_colours.as_ref().filter(|_| !global_shearing) {
+            let shear = if let Some(levels) = shear_levels.as_ref().filter(|_| !global_shearing) {
                 let skipped =
-                    coloured::project_shear(xs, w, &model.shear, lambda_shear, colours, pass);
+                    levels::project_shear(xs, w, &model.shear, lambda_shear, levels, pass);
                 SweepCounts {
                     degenerate: skipped.degenerate,
                     max_residual_m: 0.0,
@@ -1736,9 +1728,8 @@ impl Solver {
             };
             laps.split(&mut kinds.shear);
             let global_bending = settings.bend_solve == StretchSolve::Global;
-            let bend = if let Some(colours) = bend_colours.as_ref().filter(|_| !global_bending) {
-                let skipped =
-                    coloured::project_bend(xs, w, &model.bend, lambda_bend, colours, pass);
+            let bend = if let Some(levels) = bend_levels.as_ref().filter(|_| !global_bending) {
+                let skipped = levels::project_bend(xs, w, &model.bend, lambda_bend, levels, pass);
                 SweepCounts {
                     degenerate: skipped.degenerate,
                     max_residual_m: 0.0,

@@ -1,50 +1,39 @@
-//! Coloured, vectorised sweeps over the shear and bending constraints, and levelled ones over
-//! the stretch and the span limits.
+//! Vector sweeps: the constraints projected four at a time, in levels of their own order,
+//! with the same numbers as one at a time.
 //!
-//! # Why colour these two kinds
+//! # Levels
 //!
 //! A Gauss–Seidel sweep projects one constraint after another, each reading the positions the
-//! previous one wrote. For the stretch that order is what carries a load along a row of edges
-//! in one sweep, so the stretch keeps the mesh's order (docs/solver.md, "Parallel projection").
-//! Shear and bending carry no load along the cloth: measured on the standard scene (N = 64,
-//! 10 substeps, span limits on, last frame), projecting them in colour order instead of the
-//! mesh's left the largest stretch at 9.3 % against 10.2 % and the 90th percentile at 3.06 %
-//! against 3.07 % (without span limits, 20 substeps: 8.2 % against 9.1 %).
+//! previous ones wrote, and its order matters: the mesh's order carries a load along a whole row
+//! of edges in one sweep, which a colouring does not (docs/solver.md, "Parallel projection").
+//! But the order has parallelism of its own. Give each constraint a level one above the highest
+//! level among the earlier constraints that share a particle with it ([`Levels::new`]). Then a
+//! constraint's earlier neighbours are all on lower levels and its later ones on higher levels,
+//! and no two constraints of one level share a particle. Running the levels in turn, the
+//! constraints of a level in any order, reads and writes every position and multiplier exactly
+//! as the serial sweep does; a backward sweep runs the levels backward. A 64 × 64 grid's 12,033
+//! edges fall into 500 levels, 24 edges each on average.
 //!
-//! Colour order is what lets a sweep use the machine: within a colour no two constraints share
-//! a particle, so [`LANES`] of them are projected at once, one per lane of a `wide::f32x4`
-//! (the positions gathered, the arithmetic in vector registers, the corrections scattered),
-//! and a large colour is split among rayon's threads. Bending, the costliest projection
-//! (an `atan2`, three cross products and a dozen divisions per hinge), is compute-bound, which
-//! is what vectors help.
+//! The constraints of a level are independent, so [`LANES`] of them are projected at once, one
+//! per lane of a `wide::f32x4` (the positions gathered, the arithmetic in vector registers, the
+//! corrections scattered), and a very large level is split among rayon's threads. The serial
+//! sweep was latency-bound (each edge waiting for the previous edge's write: about 23 ns per
+//! edge on the development machine) and bending compute-bound (an `atan2`, three cross products
+//! and a dozen divisions per hinge); both gain.
 //!
-//! # The same numbers as one at a time
+//! # The same numbers
 //!
-//! Each lane performs the scalar projection's operations ([`solve_shear`], [`solve_bend`]) in
-//! the same order, without fused multiply-adds, and IEEE 754 rounds each of them the same in a
-//! vector lane as in a scalar register: a vectorised colour moves every particle exactly as
-//! the scalar projection of the same constraints in the same order would (tested bit for
-//! bit). The constraints of a colour commute, so how a colour is split among threads does not
-//! matter either: the result is the same on any thread count.
-//!
-//! # Levels: the stretch in its own order, four at a time
-//!
-//! The stretch must keep its order, but that order has parallelism of its own. Give each
-//! constraint a level one above the highest among the earlier constraints that share a particle
-//! with it ([`Colours::levels`]); then every constraint's earlier neighbours are on lower
-//! levels and its later ones on higher levels, so running the levels in turn (each level's
-//! constraints in any order, four per vector) reads and writes exactly what the serial sweep
-//! does, bit for bit. A 64 × 64 grid's 12,033 edges fall into 500 levels, 24 edges each on
-//! average. The stretch had been latency-bound (each edge waiting for the previous edge's
-//! write: about 23 ns per edge on this machine) and becomes throughput-bound; the span limits
-//! likewise.
+//! Each lane performs the scalar projection's operations ([`solve_distance`] with the
+//! solver's over-relaxation, [`solve_shear`], [`solve_bend`], [`solve_span_limit`]) in the same
+//! order, without fused multiply-adds, and IEEE 754 rounds each of them the same in a vector lane
+//! as in a scalar register. So a vector sweep moves every particle and multiplier bit for bit as
+//! the serial sweep in the list's order (tested), on any thread count.
 //!
 //! Four lanes (`f32x4`, one SSE2 register), not eight: with two registers per `f32x8` the
 //! bending's arithmetic spilled to the stack, and the projection stage of the standard scene
-//! took 15.3 ms per frame against 14.5 (N = 64, 10 substeps).
+//! took 15.3 ms per frame against 14.5 (N = 64, 10 substeps, an earlier colour-ordered build).
 //!
-//! The colours are built once per solver (`batch::Coloring::greedy`), never in the substep
-//! loop; a sweep allocates nothing.
+//! The levels are built once per solver, never in the substep loop; a sweep allocates nothing.
 
 use std::array::from_fn;
 use std::ops::{Add, Div, Mul, Neg, Sub};
@@ -55,7 +44,7 @@ use wide::f32x4;
 /// The vector type: one lane per constraint.
 type Lanes = f32x4;
 
-use crate::batch::{Coloring, SharedSlice};
+use crate::batch::SharedSlice;
 use crate::constraints::{
     solve_bend, solve_distance, solve_shear, solve_span_limit, wrap_angle, Bend, Distance, Outcome,
     Shear, SpanLimit, Strain,
@@ -65,34 +54,19 @@ use crate::math::{Real, Vec3, DEGENERATE_AREA2_SQ, DEGENERATE_LENGTH_SQ};
 /// Constraints projected together, one per lane.
 pub const LANES: usize = 4;
 
-/// Constraints one rayon task projects in a colour split among threads (a multiple of
-/// [`LANES`]); a colour under twice this runs on the calling thread.
+/// Constraints one rayon task projects in a level split among threads (a multiple of
+/// [`LANES`]); a level under twice this runs on the calling thread.
 const PARALLEL_CHUNK: usize = 1024;
 
-/// A constraint list sorted into colours: colour `c` is `offsets[c]..offsets[c + 1]`, and no
-/// two constraints of one colour share a particle.
+/// A constraint list sorted into levels of its own order: level `k` is
+/// `offsets[k]..offsets[k + 1]`, and no two constraints of one level share a particle.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Colours {
-    /// Where each colour starts in the sorted list; the last entry is its length.
+pub struct Levels {
+    /// Where each level starts in the sorted list; the last entry is its length.
     pub offsets: Vec<usize>,
 }
 
-impl Colours {
-    /// Colours `items` greedily by their particles (each index `< particle_count`) and sorts
-    /// them into colour order, each colour in the original order.
-    pub fn sort<T: Copy, const K: usize>(
-        items: &mut Vec<T>,
-        particles: impl Fn(&T) -> [u32; K],
-        particle_count: usize,
-    ) -> Self {
-        let stencils: Vec<[u32; K]> = items.iter().map(particles).collect();
-        let colouring = Coloring::greedy(&stencils, particle_count);
-        *items = colouring.apply(items);
-        Self {
-            offsets: colouring.offsets,
-        }
-    }
-
+impl Levels {
     /// Sorts `items` into the levels of their own order (each particle index `<
     /// particle_count`): a constraint's level is one more than the highest level among the
     /// constraints before it that share a particle with it.
@@ -102,9 +76,8 @@ impl Colours {
     /// levels one after another (backward for a backward sweep), the constraints of a level in
     /// any order, reads and writes every position and multiplier exactly as the serial sweep in
     /// the list's order does: the same numbers, bit for bit, while the constraints of one level
-    /// are independent and can share the vector lanes. This is what keeps the stretch's
-    /// load-carrying order (its mesh order) and still lets it use the lanes.
-    pub fn levels<T: Copy, const K: usize>(
+    /// are independent and can share the vector lanes.
+    pub fn new<T: Copy, const K: usize>(
         items: &mut Vec<T>,
         particles: impl Fn(&T) -> [u32; K],
         particle_count: usize,
@@ -140,7 +113,7 @@ impl Colours {
         Self { offsets }
     }
 
-    /// Number of colours.
+    /// Number of levels.
     pub fn count(&self) -> usize {
         self.offsets.len().saturating_sub(1)
     }
@@ -176,16 +149,16 @@ impl Counts {
 pub(crate) struct Pass {
     /// The substep (s).
     pub h: Real,
-    /// Run the colours backward (the second half of a symmetric pass).
+    /// Run the levels backward (the second half of a symmetric pass).
     pub reverse: bool,
-    /// Split large colours among rayon's threads.
+    /// Split large levels among rayon's threads.
     pub parallel: bool,
 }
 
-/// Projects the shear constraints once, colour by colour, and returns how many were skipped as
-/// degenerate.
+/// Projects the shear constraints once, level by level: bit for bit the serial sweep in the
+/// list's order. Returns how many were skipped as degenerate.
 ///
-/// `shear` is sorted by `colours`; `w` are the inverse masses (1/kg).
+/// `shear` is sorted by `levels`; `w` are the inverse masses (1/kg).
 /// Rows of the membrane per triangle (a warp or weft [`Strain`]) are projected one at a time.
 ///
 /// Every particle index must be in `x` (the solver checks them when it is built), and no other
@@ -195,24 +168,24 @@ pub(crate) fn project_shear(
     w: &[Real],
     shear: &[Shear],
     lambdas: &mut [Real],
-    colours: &Colours,
+    levels: &Levels,
     pass: Pass,
 ) -> Counts {
-    sweep(shear, lambdas, colours, pass, |c, l| {
+    sweep(shear, lambdas, levels, pass, |c, l| {
         Counts::skipped(shear_run(x, w, c, l, pass.h))
     })
 }
 
-/// Projects the bending constraints once, colour by colour, and returns how many were skipped as degenerate. As [`project_shear`], for [`Bend`].
+/// Projects the bending constraints once, level by level. As [`project_shear`], for [`Bend`].
 pub(crate) fn project_bend(
     x: SharedSlice<'_, Vec3>,
     w: &[Real],
     bend: &[Bend],
     lambdas: &mut [Real],
-    colours: &Colours,
+    levels: &Levels,
     pass: Pass,
 ) -> Counts {
-    sweep(bend, lambdas, colours, pass, |c, l| {
+    sweep(bend, lambdas, levels, pass, |c, l| {
         Counts::skipped(bend_run(x, w, c, l, pass.h))
     })
 }
@@ -228,7 +201,7 @@ pub(crate) struct StretchPass {
     pub residual: bool,
 }
 
-/// Projects the stretch edges once, level by level ([`Colours::levels`]): bit for bit the
+/// Projects the stretch edges once, level by level ([`Levels::new`]): bit for bit the
 /// serial sweep in the list's order, over-relaxed by `stretch.omega` (the correction `ω·Δx`
 /// and the multiplier `λ + ω·Δλ`), with the largest residual when `stretch.residual`.
 pub(crate) fn project_stretch(
@@ -236,7 +209,7 @@ pub(crate) fn project_stretch(
     w: &[Real],
     edges: &[Distance],
     lambdas: &mut [Real],
-    levels: &Colours,
+    levels: &Levels,
     pass: Pass,
     stretch: StretchPass,
 ) -> Counts {
@@ -245,14 +218,14 @@ pub(crate) fn project_stretch(
     })
 }
 
-/// Projects the span limits once, level by level ([`Colours::levels`]): bit for bit the serial
+/// Projects the span limits once, level by level ([`Levels::new`]): bit for bit the serial
 /// sweep in the list's order ([`solve_span_limit`]).
 pub(crate) fn project_span_limits(
     x: SharedSlice<'_, Vec3>,
     w: &[Real],
     limits: &[SpanLimit],
     lambdas: &mut [Real],
-    levels: &Colours,
+    levels: &Levels,
     pass: Pass,
 ) {
     sweep(limits, lambdas, levels, pass, |c, l| {
@@ -277,20 +250,20 @@ pub(crate) fn project_span_limits(
     });
 }
 
-/// Runs `run` over each colour of `items`, in order or backward; a large colour in chunks on
+/// Runs `run` over each level of `items`, in order or backward; a large level in chunks on
 /// rayon's threads when `parallel`.
 fn sweep<C: Sync>(
     items: &[C],
     lambdas: &mut [Real],
-    colours: &Colours,
+    levels: &Levels,
     pass: Pass,
     run: impl Fn(&[C], &mut [Real]) -> Counts + Sync,
 ) -> Counts {
-    let n = colours.count();
+    let n = levels.count();
     let mut counts = Counts::default();
     for k in 0..n {
         let k = if pass.reverse { n - 1 - k } else { k };
-        let range = colours.offsets[k]..colours.offsets[k + 1];
+        let range = levels.offsets[k]..levels.offsets[k + 1];
         let (c, l) = (&items[range.clone()], &mut lambdas[range]);
         counts = counts.merge(if pass.parallel && c.len() >= 2 * PARALLEL_CHUNK {
             (c.par_chunks(PARALLEL_CHUNK))
@@ -495,7 +468,7 @@ fn step(
     (moves.select(dl, Lanes::splat(0.0)), moves)
 }
 
-/// Projects `c` (one colour's constraints, or a chunk of one) with its multipliers `l`.
+/// Projects `c` (one level's constraints, or a chunk of one) with its multipliers `l`.
 fn shear_run(x: SharedSlice<'_, Vec3>, w: &[Real], c: &[Shear], l: &mut [Real], h: Real) -> u64 {
     let mut degenerate = 0;
     let mut chunks = c.chunks_exact(LANES).zip(l.chunks_exact_mut(LANES));
@@ -520,7 +493,7 @@ fn shear_run(x: SharedSlice<'_, Vec3>, w: &[Real], c: &[Shear], l: &mut [Real], 
 fn shear_one(x: SharedSlice<'_, Vec3>, w: &[Real], c: &Shear, l: &mut Real, h: Real) -> u64 {
     let idx = c.particles.map(|i| i as usize);
     // SAFETY: the indices are in bounds (checked when the solver was built) and, within a
-    // colour, no other constraint touches these particles.
+    // level, no other constraint touches these particles.
     let p = idx.map(|i| unsafe { x.get(i) });
     let ws = idx.map(|i| w[i]);
     match solve_shear(p, ws, c.rest_inverse, c.strain, c.compliance_per_n_m, h, l) {
@@ -542,7 +515,7 @@ fn shear_one(x: SharedSlice<'_, Vec3>, w: &[Real], c: &Shear, l: &mut Real, h: R
 fn shear_lanes(x: SharedSlice<'_, Vec3>, w: &[Real], c: &[Shear], l: &mut [Real], h: Real) -> u64 {
     let idx: [[usize; 3]; LANES] = from_fn(|j| c[j].particles.map(|i| i as usize));
     // SAFETY (gathers and scatters): the indices are in bounds (checked when the solver was
-    // built) and no two constraints of a colour share a particle.
+    // built) and no two constraints of a level share a particle.
     let p: [V3; 3] = from_fn(|k| V3::gather(from_fn(|j| unsafe { x.get(idx[j][k]) })));
     let ws: [Lanes; 3] = from_fn(|k| Lanes::new(from_fn(|j| w[idx[j][k]])));
     let d: [Lanes; 4] = from_fn(|m| Lanes::new(from_fn(|j| c[j].rest_inverse[m])));
@@ -846,19 +819,28 @@ mod tests {
             .collect()
     }
 
-    /// The scalar sweep in the list's order, for reference.
-    fn scalar_bend(x: &mut [Vec3], w: &[Real], bend: &[Bend], l: &mut [Real], h: Real) {
-        for (c, l) in bend.iter().zip(l) {
+    /// The scalar bending sweep in the list's order (backward when `reverse`), for reference.
+    fn scalar_bend(
+        x: &mut [Vec3],
+        w: &[Real],
+        bend: &[Bend],
+        l: &mut [Real],
+        h: f32,
+        reverse: bool,
+    ) {
+        let order: Vec<usize> = if reverse {
+            (0..bend.len()).rev().collect()
+        } else {
+            (0..bend.len()).collect()
+        };
+        for i in order {
+            let c = &bend[i];
             let idx = c.particles.map(|i| i as usize);
             let p = idx.map(|i| x[i]);
-            if let Outcome::Move(d) = solve_bend(
-                p,
-                idx.map(|i| w[i]),
-                c.rest_angle_rad,
-                c.compliance_per_n_m,
-                h,
-                l,
-            ) {
+            let ws = idx.map(|i| w[i]);
+            if let Outcome::Move(d) =
+                solve_bend(p, ws, c.rest_angle_rad, c.compliance_per_n_m, h, &mut l[i])
+            {
                 for k in 0..4 {
                     x[idx[k]] += d[k];
                 }
@@ -866,195 +848,185 @@ mod tests {
         }
     }
 
+    /// `sorted`'s multipliers in `list`'s order (matched by particles).
+    fn unsort<T>(list: &[T], sorted: &[T], l: &[Real], key: impl Fn(&T) -> Vec<u32>) -> Vec<Real> {
+        let at: std::collections::HashMap<Vec<u32>, Real> =
+            sorted.iter().zip(l).map(|(c, &l)| (key(c), l)).collect();
+        list.iter().map(|c| at[&key(c)]).collect()
+    }
+
+    fn pass(reverse: bool, parallel: bool) -> Pass {
+        Pass {
+            h: 1.0 / 240.0,
+            reverse,
+            parallel,
+        }
+    }
+
     #[test]
-    fn vectorised_bending_moves_the_particles_exactly_as_the_scalar_sweep() {
+    fn vector_bending_is_the_serial_sweep_bit_for_bit() {
         let n = 12;
         let (rest, x0, w) = crumpled(n);
-        let tris = grid_triangles(n);
-        let mut bend = hinges(&tris, &rest);
-        let colours = Colours::sort(&mut bend, |c| c.particles, x0.len());
-        assert!(colours.count() > 1 && bend.len() > 8 * LANES);
-        let h = 1.0 / 240.0;
+        let bend = hinges(&grid_triangles(n), &rest);
         let (mut xs, mut ls) = (x0.clone(), vec![0.01; bend.len()]);
-        let (mut xv, mut lv) = (x0.clone(), ls.clone());
+        let mut sorted = bend.clone();
+        let levels = Levels::new(&mut sorted, |c| c.particles, x0.len());
+        // Some levels fill the lanes; the rest go through the scalar tail.
+        let widest = levels
+            .offsets
+            .windows(2)
+            .map(|o| o[1] - o[0])
+            .max()
+            .unwrap();
+        assert!(levels.count() > 1 && widest >= LANES, "{levels:?}");
+        let (mut xv, mut lv) = (x0.clone(), vec![0.01; bend.len()]);
         for reverse in [false, true, false] {
-            scalar_bend_colours(&mut xs, &w, &bend, &mut ls, &colours, h, reverse);
-            let skipped = project_bend(
-                SharedSlice::new(&mut xv),
-                &w,
-                &bend,
-                &mut lv,
-                &colours,
-                Pass {
-                    h,
-                    reverse,
-                    parallel: false,
-                },
-            );
-            assert_eq!(skipped.degenerate, 0);
+            scalar_bend(&mut xs, &w, &bend, &mut ls, 1.0 / 240.0, reverse);
+            let xvs = SharedSlice::new(&mut xv);
+            let c = project_bend(xvs, &w, &sorted, &mut lv, &levels, pass(reverse, false));
+            assert_eq!(c.degenerate, 0);
         }
         assert!(xs != x0, "the sweep moved nothing");
         assert_eq!(xs, xv);
-        assert_eq!(ls, lv);
+        assert_eq!(ls, unsort(&bend, &sorted, &lv, |c| c.particles.to_vec()));
     }
 
     #[test]
-    fn a_colour_split_among_threads_gives_the_serial_result() {
-        // Large enough for colours of more than two parallel chunks.
-        let n = 128;
-        let (rest, x0, w) = crumpled(n);
-        let mut bend = hinges(&grid_triangles(n), &rest);
-        let colours = Colours::sort(&mut bend, |c| c.particles, x0.len());
-        let largest = (colours.offsets.windows(2).map(|o| o[1] - o[0]).max()).unwrap();
-        assert!(largest >= 2 * PARALLEL_CHUNK, "largest colour {largest}");
-        let h = 1.0 / 240.0;
-        let (mut xs, mut ls) = (x0.clone(), vec![0.01; bend.len()]);
-        let (mut xp, mut lp) = (x0.clone(), vec![0.01; bend.len()]);
-        for reverse in [false, true, false] {
-            let serial = Pass {
-                h,
-                reverse,
-                parallel: false,
-            };
-            project_bend(
-                SharedSlice::new(&mut xs),
-                &w,
-                &bend,
-                &mut ls,
-                &colours,
-                serial,
-            );
-            project_bend(
-                SharedSlice::new(&mut xp),
-                &w,
-                &bend,
-                &mut lp,
-                &colours,
-                Pass {
-                    h,
-                    reverse,
-                    parallel: true,
-                },
-            );
-        }
-        assert!(xs != x0, "the sweep moved nothing");
-        assert_eq!(xs, xp);
-        assert_eq!(ls, lp);
-    }
-
-    /// The scalar sweep colour by colour, backward when `reverse`.
-    fn scalar_bend_colours(
-        x: &mut [Vec3],
-        w: &[Real],
-        bend: &[Bend],
-        l: &mut [Real],
-        colours: &Colours,
-        h: Real,
-        reverse: bool,
-    ) {
-        let n = colours.count();
-        for k in 0..n {
-            let k = if reverse { n - 1 - k } else { k };
-            let r = colours.offsets[k]..colours.offsets[k + 1];
-            scalar_bend(x, w, &bend[r.clone()], &mut l[r], h);
-        }
-    }
-
-    #[test]
-    fn vectorised_shear_moves_the_particles_exactly_as_the_scalar_sweep() {
+    fn vector_shear_is_the_serial_sweep_bit_for_bit() {
         let n = 12;
         let (rest, x0, w) = crumpled(n);
-        let mut shear: Vec<Shear> = grid_triangles(n)
-            .iter()
-            .enumerate()
-            .map(|(k, t)| Shear {
-                particles: *t,
-                rest_inverse: crate::constraints::shear_rest_inverse(
-                    t.map(|i| rest[i as usize]),
-                    Vec3::X,
-                )
-                .unwrap(),
-                compliance_per_n_m: 1.0e-4 * (1 + k % 3) as Real,
-                strain: Strain::Shear,
-            })
-            .collect();
-        let colours = Colours::sort(&mut shear, |c| c.particles, x0.len());
+        // Shear rows, and on every third triangle its warp and weft rows too (the membrane per
+        // triangle), which the lanes leave to the scalar projection.
+        let mut shear = Vec::new();
+        for (k, t) in grid_triangles(n).iter().enumerate() {
+            let rest_inverse =
+                crate::constraints::shear_rest_inverse(t.map(|i| rest[i as usize]), Vec3::X)
+                    .unwrap();
+            let strains: &[Strain] = if k % 3 == 0 {
+                &[Strain::Shear, Strain::Warp, Strain::Weft]
+            } else {
+                &[Strain::Shear]
+            };
+            for &strain in strains {
+                shear.push(Shear {
+                    particles: *t,
+                    rest_inverse,
+                    compliance_per_n_m: 1.0e-4 * (1 + k % 3) as Real,
+                    strain,
+                });
+            }
+        }
         let h = 1.0 / 240.0;
         let (mut xs, mut ls) = (x0.clone(), vec![0.0; shear.len()]);
+        let mut sorted = shear.clone();
+        let levels = Levels::new(&mut sorted, |c| c.particles, x0.len());
         let (mut xv, mut lv) = (x0.clone(), ls.clone());
         for reverse in [false, true] {
-            let nc = colours.count();
-            for k in 0..nc {
-                let k = if reverse { nc - 1 - k } else { k };
-                for i in colours.offsets[k]..colours.offsets[k + 1] {
-                    let c = &shear[i];
-                    let idx = c.particles.map(|i| i as usize);
-                    let p = idx.map(|i| xs[i]);
-                    let ws = idx.map(|i| w[i]);
-                    let (ri, st, a) = (c.rest_inverse, c.strain, c.compliance_per_n_m);
-                    if let Outcome::Move(d) = solve_shear(p, ws, ri, st, a, h, &mut ls[i]) {
-                        for k in 0..3 {
-                            xs[idx[k]] += d[k];
-                        }
+            let order: Vec<usize> = if reverse {
+                (0..shear.len()).rev().collect()
+            } else {
+                (0..shear.len()).collect()
+            };
+            for i in order {
+                let c = &shear[i];
+                let idx = c.particles.map(|i| i as usize);
+                let p = idx.map(|i| xs[i]);
+                let ws = idx.map(|i| w[i]);
+                let (ri, st, a) = (c.rest_inverse, c.strain, c.compliance_per_n_m);
+                if let Outcome::Move(d) = solve_shear(p, ws, ri, st, a, h, &mut ls[i]) {
+                    for k in 0..3 {
+                        xs[idx[k]] += d[k];
                     }
                 }
             }
-            project_shear(
-                SharedSlice::new(&mut xv),
-                &w,
-                &shear,
-                &mut lv,
-                &colours,
-                Pass {
-                    h,
-                    reverse,
-                    parallel: false,
-                },
-            );
+            let xvs = SharedSlice::new(&mut xv);
+            project_shear(xvs, &w, &sorted, &mut lv, &levels, pass(reverse, false));
         }
         assert!(xs != x0, "the sweep moved nothing");
         assert_eq!(xs, xv);
-        assert_eq!(ls, lv);
+        let key = |c: &Shear| [c.particles.to_vec(), vec![c.strain as u32]].concat();
+        assert_eq!(ls, unsort(&shear, &sorted, &lv, key));
     }
 
     #[test]
     fn degenerate_lanes_are_counted_and_left_alone() {
         let n = 12;
         let (rest, mut x, mut w) = crumpled(n);
-        let tris = grid_triangles(n);
-        let mut bend = hinges(&tris, &rest);
-        let colours = Colours::sort(&mut bend, |c| c.particles, x.len());
-        // Collapse one interior vertex onto its neighbour: the hinges around the zero-length
-        // edge and the zero-area triangles are skipped, in lanes and in the scalar tail alike.
-        // Both pinned, so that no projection separates them before their hinges come.
+        let bend = hinges(&grid_triangles(n), &rest);
+        // Collapse one interior vertex onto its neighbour, both pinned so that no projection
+        // separates them: the hinges around the zero-length edge and the zero-area triangles
+        // are skipped, in lanes and in the scalar tail alike.
         x[5 * n + 5] = x[5 * n + 6];
         w[5 * n + 5] = 0.0;
         w[5 * n + 6] = 0.0;
-        let mut xs = x.clone();
-        let mut ls = vec![0.0; bend.len()];
-        let mut lv = ls.clone();
-        let expected: u64 = bend
-            .iter()
+        let expected = (bend.iter())
             .filter(|c| dihedral_angle_and_gradient(c.particles.map(|i| x[i as usize])).is_none())
             .count() as u64;
         assert!(expected > 0);
-        scalar_bend_colours(&mut xs, &w, &bend, &mut ls, &colours, 1.0 / 240.0, false);
-        let skipped = project_bend(
+        let (mut xs, mut ls) = (x.clone(), vec![0.0; bend.len()]);
+        scalar_bend(&mut xs, &w, &bend, &mut ls, 1.0 / 240.0, false);
+        let mut sorted = bend.clone();
+        let levels = Levels::new(&mut sorted, |c| c.particles, x.len());
+        let mut lv = vec![0.0; bend.len()];
+        let c = project_bend(
             SharedSlice::new(&mut x),
             &w,
-            &bend,
+            &sorted,
             &mut lv,
-            &colours,
-            Pass {
-                h: 1.0 / 240.0,
-                reverse: false,
-                parallel: false,
-            },
+            &levels,
+            pass(false, false),
         );
-        assert_eq!(skipped.degenerate, expected);
+        assert_eq!(c.degenerate, expected);
         assert_eq!(x, xs);
-        assert_eq!(lv, ls);
         assert!(x.iter().all(|p| p.is_finite()));
+    }
+
+    #[test]
+    fn a_level_split_among_threads_gives_the_serial_result() {
+        // 6,000 edges that share no particle: one level, more than two parallel chunks.
+        let m = 6000;
+        let x0: Vec<Vec3> = (0..2 * m)
+            .map(|i| {
+                Vec3::new(
+                    i as Real * 0.01,
+                    (i % 7) as Real * 0.003,
+                    (i % 2) as Real * 0.02,
+                )
+            })
+            .collect();
+        let w = vec![1.0; 2 * m];
+        let mut edges: Vec<Distance> = (0..m as u32)
+            .map(|k| Distance {
+                particles: [2 * k, 2 * k + 1],
+                rest_length_m: 0.015,
+                compliance_m_per_n: 1.0e-7,
+            })
+            .collect();
+        let levels = Levels::new(&mut edges, |c| c.particles, x0.len());
+        assert_eq!(levels.count(), 1);
+        assert!(m >= 2 * PARALLEL_CHUNK);
+        let stretch = StretchPass {
+            omega: 1.0,
+            inv_h2: 240.0 * 240.0,
+            residual: true,
+        };
+        let run = |parallel: bool| {
+            let (mut x, mut l) = (x0.clone(), vec![0.0; m]);
+            let xs = SharedSlice::new(&mut x);
+            let c = project_stretch(
+                xs,
+                &w,
+                &edges,
+                &mut l,
+                &levels,
+                pass(false, parallel),
+                stretch,
+            );
+            (x, l, c)
+        };
+        let (serial, parallel) = (run(false), run(true));
+        assert!(serial.0 != x0, "the sweep moved nothing");
+        assert_eq!(serial, parallel);
     }
 
     /// The grid's edges in the mesh's order (each triangle's three, first seen first).
@@ -1082,7 +1054,7 @@ mod tests {
         let (rest, _, _) = crumpled(n);
         let edges = grid_edges(&grid_triangles(n), &rest);
         let mut sorted = edges.clone();
-        let levels = Colours::levels(&mut sorted, |c| c.particles, n * n);
+        let levels = Levels::new(&mut sorted, |c| c.particles, n * n);
         assert!(levels.count() > 1 && levels.count() < edges.len() / LANES);
         // Same constraints; each particle meets its constraints in the list's order; and no
         // two constraints of a level share a particle.
@@ -1137,7 +1109,7 @@ mod tests {
             }
         }
         let mut sorted = edges.clone();
-        let levels = Colours::levels(&mut sorted, |c| c.particles, x0.len());
+        let levels = Levels::new(&mut sorted, |c| c.particles, x0.len());
         let (mut xv, mut lv) = (x0.clone(), vec![0.0; edges.len()]);
         let mut residual: Real = 0.0;
         for reverse in [false, true] {
@@ -1192,7 +1164,7 @@ mod tests {
             }
         }
         let mut sorted = limits.clone();
-        let levels = Colours::levels(&mut sorted, |c| c.particles, x0.len());
+        let levels = Levels::new(&mut sorted, |c| c.particles, x0.len());
         let (mut xv, mut lv) = (x0.clone(), vec![0.0; limits.len()]);
         for reverse in [false, true] {
             let pass = Pass {
