@@ -54,6 +54,11 @@ use crate::math::{Real, Vec3, DEGENERATE_AREA2_SQ, DEGENERATE_LENGTH_SQ};
 /// Constraints projected together, one per lane.
 pub const LANES: usize = 4;
 
+/// The average constraints per level below which levels do not pay: a mesh whose order chains
+/// every constraint to the one before (a strip of triangles round a skirt's rings: 1,440
+/// triangles in 1,440 levels) has no parallelism in that order.
+pub const MIN_LEVEL_WIDTH: usize = 2 * LANES;
+
 /// Constraints one rayon task projects in a level split among threads (a multiple of
 /// [`LANES`]); a level under twice this runs on the calling thread.
 const PARALLEL_CHUNK: usize = 1024;
@@ -111,6 +116,38 @@ impl Levels {
         }
         *items = sorted;
         Self { offsets }
+    }
+
+    /// Sorts `items` into greedy colours (each particle index `< particle_count`): groups in
+    /// which no two constraints share a particle, each group in the list's order, the first
+    /// groups the largest (`batch::Coloring::greedy`). Projected like levels, but in another
+    /// order than the list's, so not with the serial sweep's numbers.
+    pub fn colours<T: Copy, const K: usize>(
+        items: &mut Vec<T>,
+        particles: impl Fn(&T) -> [u32; K],
+        particle_count: usize,
+    ) -> Self {
+        let stencils: Vec<[u32; K]> = items.iter().map(particles).collect();
+        let colouring = crate::batch::Coloring::greedy(&stencils, particle_count);
+        *items = colouring.apply(items);
+        Self {
+            offsets: colouring.offsets,
+        }
+    }
+
+    /// The levels of `items` ([`Self::new`]), sorting `items` to match, when they hold at least
+    /// [`MIN_LEVEL_WIDTH`] constraints on average; otherwise `None`, `items` untouched.
+    pub fn if_wide<T: Copy, const K: usize>(
+        items: &mut Vec<T>,
+        particles: impl Fn(&T) -> [u32; K],
+        particle_count: usize,
+    ) -> Option<Self> {
+        let mut sorted = items.clone();
+        let levels = Self::new(&mut sorted, particles, particle_count);
+        (items.len() >= MIN_LEVEL_WIDTH * levels.count()).then(|| {
+            *items = sorted;
+            levels
+        })
     }
 
     /// Number of levels.

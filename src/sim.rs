@@ -133,8 +133,11 @@ pub struct SolverSettings {
     pub parallel_projection: bool,
     /// Project the span limits, stretch, shear and bending four constraints at a time in vector
     /// lanes, in levels of the mesh's order (see [`crate::levels`]): the same numbers, bit for
-    /// bit, as projecting them one at a time in that order, in about 40 % of the time. On by
-    /// default; off projects one at a time (the reference the levels are tested against).
+    /// bit, as projecting them one at a time in that order, in about 40 % of the time. Where a
+    /// kind's order chains each constraint to the one before (fewer than
+    /// [`crate::levels::MIN_LEVEL_WIDTH`] per level on average), its stretch and span limits
+    /// are projected one at a time and its shear and bending in colours, another order (docs/
+    /// solver.md, "Vector sweeps"). On by default; off projects every kind one at a time.
     /// Ignored with [`Self::parallel_projection`], which batches the constraints its own way.
     pub vector_sweeps: bool,
     /// How the stretch constraints are projected in each sweep: one Gauss–Seidel pass
@@ -1048,22 +1051,33 @@ impl Solver {
         let batches = settings
             .parallel_projection
             .then(|| Batches::new(&mut model));
-        // Vector sweeps: not with the batches, and not for a kind solved globally. Each
-        // kind's levels keep its order, so the sweeps give the serial sweep's numbers.
+        // Vector sweeps: not with the batches, and not for a kind solved globally. Each kind in
+        // levels of its own order where that order has room for them (the serial sweep's
+        // numbers); where it has not, the stretch and the span limits, which carry the load and
+        // need their order, one at a time, and shear and bending in colours.
         let vector = settings.vector_sweeps && batches.is_none();
         let n = model.positions.len();
         let sweeping = |solve: StretchSolve| vector && solve == StretchSolve::Sweep;
         let shear_global = settings.shear_solve == StretchSolve::Global
             || (model.membrane == Membrane::Triangles
                 && settings.stretch_solve == StretchSolve::Global);
-        let stretch_levels = (sweeping(settings.stretch_solve)
-            && model.membrane == Membrane::Edges)
-            .then(|| Levels::new(&mut model.stretch, |c| c.particles, n));
-        let shear_levels =
-            (vector && !shear_global).then(|| Levels::new(&mut model.shear, |c| c.particles, n));
-        let bend_levels =
-            sweeping(settings.bend_solve).then(|| Levels::new(&mut model.bend, |c| c.particles, n));
-        let span_levels = vector.then(|| Levels::new(&mut model.span_limits, |c| c.particles, n));
+        let edges = model.membrane == Membrane::Edges;
+        let stretch_levels = (sweeping(settings.stretch_solve) && edges)
+            .then(|| Levels::if_wide(&mut model.stretch, |c| c.particles, n))
+            .flatten();
+        let span_levels = vector
+            .then(|| Levels::if_wide(&mut model.span_limits, |c| c.particles, n))
+            .flatten();
+        // With the membrane per triangle the triangle rows carry the stretch: no colours.
+        let shear_levels = (vector && !shear_global).then(|| {
+            Levels::if_wide(&mut model.shear, |c| c.particles, n)
+                .or_else(|| edges.then(|| Levels::colours(&mut model.shear, |c| c.particles, n)))
+        });
+        let shear_levels = shear_levels.flatten();
+        let bend_levels = sweeping(settings.bend_solve).then(|| {
+            Levels::if_wide(&mut model.bend, |c| c.particles, n)
+                .unwrap_or_else(|| Levels::colours(&mut model.bend, |c| c.particles, n))
+        });
         let mut mass = model.mass_kg.clone();
         for pin in &model.pins {
             mass[pin.particle as usize] = 0.0;
