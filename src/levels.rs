@@ -21,6 +21,16 @@
 //! edge on the development machine) and bending compute-bound (an `atan2`, three cross products
 //! and a dozen divisions per hinge); both gain.
 //!
+//! # Orders without room for levels
+//!
+//! Levels are only as wide as the order allows: a strip of triangles round a skirt's rings,
+//! each sharing a vertex with the one before, has one triangle per level. A kind whose levels
+//! hold fewer than [`MIN_LEVEL_WIDTH`] constraints on average is not levelled
+//! ([`Levels::if_wide`]): the solver projects its stretch and span limits one at a time, and its
+//! shear and bending in greedy colours ([`Levels::colours`]), groups that share no particle but
+//! come in another order than the list's (these two kinds do not carry the load along the
+//! cloth, so their order barely moves the result; docs/solver.md, "Vector sweeps").
+//!
 //! # The same numbers
 //!
 //! Each lane performs the scalar projection's operations ([`solve_distance`] with the
@@ -926,6 +936,27 @@ mod tests {
         assert!(xs != x0, "the sweep moved nothing");
         assert_eq!(xs, xv);
         assert_eq!(ls, unsort(&bend, &sorted, &lv, |c| c.particles.to_vec()));
+    }
+
+    #[test]
+    fn colours_are_the_serial_sweep_of_the_colour_sorted_list() {
+        // A colour's constraints share no particle, so projecting the colours in turn is the
+        // serial sweep over the list as the colours sorted it (not over the original order).
+        let n = 12;
+        let (rest, x0, w) = crumpled(n);
+        let mut sorted = hinges(&grid_triangles(n), &rest);
+        let colours = Levels::colours(&mut sorted, |c| c.particles, x0.len());
+        assert!(colours.count() > 1 && colours.count() < sorted.len() / LANES);
+        let (mut xs, mut ls) = (x0.clone(), vec![0.01; sorted.len()]);
+        let (mut xv, mut lv) = (x0.clone(), ls.clone());
+        for reverse in [false, true] {
+            scalar_bend(&mut xs, &w, &sorted, &mut ls, 1.0 / 240.0, reverse);
+            let xvs = SharedSlice::new(&mut xv);
+            project_bend(xvs, &w, &sorted, &mut lv, &colours, pass(reverse, false));
+        }
+        assert!(xs != x0, "the sweep moved nothing");
+        assert_eq!(xs, xv);
+        assert_eq!(ls, lv);
     }
 
     #[test]
