@@ -176,14 +176,14 @@ pub(crate) struct Counts {
 }
 
 impl Counts {
-    fn merge(self, o: Self) -> Self {
+    pub(crate) fn merge(self, o: Self) -> Self {
         Self {
             degenerate: self.degenerate + o.degenerate,
             max_residual_m: self.max_residual_m.max(o.max_residual_m),
         }
     }
 
-    fn skipped(degenerate: u64) -> Self {
+    pub(crate) fn skipped(degenerate: u64) -> Self {
         Self {
             degenerate,
             max_residual_m: 0.0,
@@ -537,7 +537,13 @@ fn shear_run(x: SharedSlice<'_, Vec3>, w: &[Real], c: &[Shear], l: &mut [Real], 
 
 /// One shear constraint by the scalar projection.
 #[inline]
-fn shear_one(x: SharedSlice<'_, Vec3>, w: &[Real], c: &Shear, l: &mut Real, h: Real) -> u64 {
+pub(crate) fn shear_one(
+    x: SharedSlice<'_, Vec3>,
+    w: &[Real],
+    c: &Shear,
+    l: &mut Real,
+    h: Real,
+) -> u64 {
     let idx = c.particles.map(|i| i as usize);
     // SAFETY: the indices are in bounds (checked when the solver was built) and, within a
     // level, no other constraint touches these particles.
@@ -601,7 +607,13 @@ fn bend_run(x: SharedSlice<'_, Vec3>, w: &[Real], c: &[Bend], l: &mut [Real], h:
 
 /// One hinge by the scalar projection.
 #[inline]
-fn bend_one(x: SharedSlice<'_, Vec3>, w: &[Real], c: &Bend, l: &mut Real, h: Real) -> u64 {
+pub(crate) fn bend_one(
+    x: SharedSlice<'_, Vec3>,
+    w: &[Real],
+    c: &Bend,
+    l: &mut Real,
+    h: Real,
+) -> u64 {
     let idx = c.particles.map(|i| i as usize);
     // SAFETY: as in `shear_one`.
     let p = idx.map(|i| unsafe { x.get(i) });
@@ -687,7 +699,7 @@ fn stretch_run(
 
 /// One edge by the scalar projection, as the solver's serial sweep does it.
 #[inline]
-fn stretch_one(
+pub(crate) fn stretch_one(
     x: SharedSlice<'_, Vec3>,
     w: &[Real],
     c: &Distance,

@@ -53,13 +53,12 @@ use crate::batch::{self, Batching, SharedSlice};
 use crate::body_points::BodyVertexContacts;
 use crate::collide::{BodyCollider, ColliderError, Contact, ProximityCache, SurfaceAnchor};
 use crate::constraints::{
-    distance_and_gradient, friction_correction, multiplier_move, solve_attachment, solve_bend,
-    solve_contact, solve_distance, solve_shear, solve_span_limit, solve_tether,
-    triangle_strain_and_gradient, Attachment, Bend, Distance, Outcome, Shear, SpanLimit, Strain,
-    Tether,
+    distance_and_gradient, friction_correction, multiplier_move, solve_attachment, solve_contact,
+    solve_span_limit, solve_tether, triangle_strain_and_gradient, Attachment, Bend, Distance,
+    Outcome, Shear, SpanLimit, Strain, Tether,
 };
 use crate::global_stretch::{GlobalBend, GlobalShear, GlobalStretch};
-use crate::levels::{self, Levels};
+use crate::levels::{self, Counts, Levels};
 use crate::material::ClothConstraints;
 pub use crate::material::Membrane;
 use crate::math::{Real, Vec3};
@@ -741,32 +740,6 @@ fn stencils<T, const K: usize>(items: &[T], particles: impl Fn(&T) -> [u32; K]) 
     items.iter().map(particles).collect()
 }
 
-/// What the projections of one constraint kind counted in one sweep.
-#[derive(Clone, Copy, Debug, Default)]
-struct SweepCounts {
-    /// Constraints skipped as degenerate.
-    degenerate: u64,
-    /// Largest stretch residual `|Δλ|·(w_a + w_b + α̃)` (m), on the last sweep only.
-    max_residual_m: Real,
-}
-
-/// The counts of one degenerate constraint.
-fn degenerate() -> SweepCounts {
-    SweepCounts {
-        degenerate: 1,
-        max_residual_m: 0.0,
-    }
-}
-
-impl SweepCounts {
-    fn merge(self, o: Self) -> Self {
-        Self {
-            degenerate: self.degenerate + o.degenerate,
-            max_residual_m: self.max_residual_m.max(o.max_residual_m),
-        }
-    }
-}
-
 /// Smallest number of constraints one rayon task projects: below this the task costs more than
 /// the work it shares.
 const MIN_PARALLEL_BATCH: usize = 256;
@@ -782,10 +755,10 @@ fn project_kind<T: Sync>(
     batches: Option<&Batching>,
     reverse: bool,
     x: SharedSlice<'_, Vec3>,
-    project: impl Fn(&T, &mut Real, SharedSlice<'_, Vec3>) -> SweepCounts + Sync,
-) -> SweepCounts {
+    project: impl Fn(&T, &mut Real, SharedSlice<'_, Vec3>) -> Counts + Sync,
+) -> Counts {
     let Some(b) = batches else {
-        let mut counts = SweepCounts::default();
+        let mut counts = Counts::default();
         sweep(items, lambdas, reverse, |(c, l)| {
             counts = counts.merge(project(c, l, x));
         });
@@ -800,14 +773,14 @@ fn project_kind<T: Sync>(
             .into_par_iter()
             .map(|k| {
                 let range = b.parts[k]..b.parts[k + 1];
-                let fold = |a: SweepCounts, i| a.merge(one(i));
+                let fold = |a: Counts, i| a.merge(one(i));
                 if reverse {
-                    range.rev().fold(SweepCounts::default(), fold)
+                    range.rev().fold(Counts::default(), fold)
                 } else {
-                    range.fold(SweepCounts::default(), fold)
+                    range.fold(Counts::default(), fold)
                 }
             })
-            .reduce(SweepCounts::default, SweepCounts::merge)
+            .reduce(Counts::default, Counts::merge)
     };
     let cut = || {
         let colours = b.cut.len() - 1;
@@ -816,16 +789,16 @@ fn project_kind<T: Sync>(
             .map(|k| {
                 let range = b.cut[k]..b.cut[k + 1];
                 if range.len() < 2 * MIN_PARALLEL_BATCH {
-                    range.fold(SweepCounts::default(), |a, i| a.merge(one(i)))
+                    range.fold(Counts::default(), |a, i| a.merge(one(i)))
                 } else {
                     range
                         .into_par_iter()
                         .with_min_len(MIN_PARALLEL_BATCH)
                         .map(one)
-                        .reduce(SweepCounts::default, SweepCounts::merge)
+                        .reduce(Counts::default, Counts::merge)
                 }
             })
-            .fold(SweepCounts::default(), SweepCounts::merge)
+            .fold(Counts::default(), Counts::merge)
     };
     if reverse {
         cut().merge(parts())
@@ -1627,25 +1600,14 @@ impl Solver {
             // level no two constraints share a particle (`Batches`, `Levels`), and serially there
             // is one thread.
             let levelled = stretch_levels.as_ref().filter(|_| !global && edges);
+            let relax = levels::StretchPass {
+                omega,
+                inv_h2,
+                residual: last,
+            };
             let stretch = if let Some(levels) = levelled {
-                let relax = levels::StretchPass {
-                    omega,
-                    inv_h2,
-                    residual: last,
-                };
-                let c = levels::project_stretch(
-                    xs,
-                    w,
-                    &model.stretch,
-                    lambda_stretch,
-                    levels,
-                    pass,
-                    relax,
-                );
-                SweepCounts {
-                    degenerate: c.degenerate,
-                    max_residual_m: c.max_residual_m,
-                }
+                let stretch = &model.stretch;
+                levels::project_stretch(xs, w, stretch, lambda_stretch, levels, pass, relax)
             } else {
                 project_kind(
                     if global || !edges {
@@ -1660,37 +1622,7 @@ impl Solver {
                         .map(|b| &b.stretch),
                     reverse,
                     xs,
-                    |c, l, x| {
-                        let [a, b] = c.particles.map(|i| i as usize);
-                        let before = *l;
-                        let (xa, xb) = unsafe { (x.get(a), x.get(b)) };
-                        let mut counts = SweepCounts::default();
-                        match solve_distance(
-                            [xa, xb],
-                            [w[a], w[b]],
-                            c.rest_length_m,
-                            c.compliance_m_per_n,
-                            h,
-                            l,
-                        ) {
-                            Outcome::Move([da, db]) => {
-                                // Over-relaxation: ω times the Gauss–Seidel step, multiplier
-                                // included.
-                                unsafe {
-                                    x.add(a, da * omega);
-                                    x.add(b, db * omega);
-                                }
-                                *l = before + (*l - before) * omega;
-                                if last {
-                                    let denom = w[a] + w[b] + c.compliance_m_per_n * inv_h2;
-                                    counts.max_residual_m = (*l - before).abs() * denom;
-                                }
-                            }
-                            Outcome::Degenerate => counts.degenerate = 1,
-                            Outcome::Rigid => {}
-                        }
-                        counts
-                    },
+                    |c, l, x| levels::stretch_one(x, w, c, l, h, relax),
                 )
             };
             if last && !global {
@@ -1700,12 +1632,7 @@ impl Solver {
             let global_shearing = settings.shear_solve == StretchSolve::Global
                 || (!edges && settings.stretch_solve == StretchSolve::Global);
             let shear = if let Some(levels) = shear_levels.as_ref().filter(|_| !global_shearing) {
-                let skipped =
-                    levels::project_shear(xs, w, &model.shear, lambda_shear, levels, pass);
-                SweepCounts {
-                    degenerate: skipped.degenerate,
-                    max_residual_m: 0.0,
-                }
+                levels::project_shear(xs, w, &model.shear, lambda_shear, levels, pass)
             } else {
                 project_kind(
                     if global_shearing { &[] } else { &model.shear },
@@ -1716,38 +1643,13 @@ impl Solver {
                         .map(|b| &b.shear),
                     reverse,
                     xs,
-                    |c, l, x| {
-                        let [a, b, d] = c.particles.map(|i| i as usize);
-                        let p = unsafe { [x.get(a), x.get(b), x.get(d)] };
-                        match solve_shear(
-                            p,
-                            [w[a], w[b], w[d]],
-                            c.rest_inverse,
-                            c.strain,
-                            c.compliance_per_n_m,
-                            h,
-                            l,
-                        ) {
-                            Outcome::Move([da, db, dd]) => unsafe {
-                                x.add(a, da);
-                                x.add(b, db);
-                                x.add(d, dd);
-                            },
-                            Outcome::Degenerate => return degenerate(),
-                            Outcome::Rigid => {}
-                        }
-                        SweepCounts::default()
-                    },
+                    |c, l, x| Counts::skipped(levels::shear_one(x, w, c, l, h)),
                 )
             };
             laps.split(&mut kinds.shear);
             let global_bending = settings.bend_solve == StretchSolve::Global;
             let bend = if let Some(levels) = bend_levels.as_ref().filter(|_| !global_bending) {
-                let skipped = levels::project_bend(xs, w, &model.bend, lambda_bend, levels, pass);
-                SweepCounts {
-                    degenerate: skipped.degenerate,
-                    max_residual_m: 0.0,
-                }
+                levels::project_bend(xs, w, &model.bend, lambda_bend, levels, pass)
             } else {
                 project_kind(
                     if global_bending { &[] } else { &model.bend },
@@ -1758,27 +1660,7 @@ impl Solver {
                         .map(|b| &b.bend),
                     reverse,
                     xs,
-                    |c, l, x| {
-                        let idx = c.particles.map(|i| i as usize);
-                        let p = idx.map(|i| unsafe { x.get(i) });
-                        match solve_bend(
-                            p,
-                            idx.map(|i| w[i]),
-                            c.rest_angle_rad,
-                            c.compliance_per_n_m,
-                            h,
-                            l,
-                        ) {
-                            Outcome::Move(d) => {
-                                for k in 0..4 {
-                                    unsafe { x.add(idx[k], d[k]) };
-                                }
-                            }
-                            Outcome::Degenerate => return degenerate(),
-                            Outcome::Rigid => {}
-                        }
-                        SweepCounts::default()
-                    },
+                    |c, l, x| Counts::skipped(levels::bend_one(x, w, c, l, h)),
                 )
             };
             laps.split(&mut kinds.bend);
