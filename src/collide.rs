@@ -20,6 +20,7 @@ use rayon::prelude::*;
 
 use crate::math::{Real, Vec3};
 use crate::mesh::Mesh;
+use crate::travel::RegionTravel;
 
 /// A body mesh that cannot be used as a collider.
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -66,9 +67,9 @@ pub struct BodyCollider {
     prev: Vec<Vec3>,
     /// Scratch for the new vertex positions.
     scratch: Vec<Vec3>,
-    /// Sum over pose updates of the largest vertex displacement (m): a bound on how far any
-    /// surface point has moved since a given update.
-    travel_m: f64,
+    /// How far each region of the body has moved since every pose: bounds on how far the
+    /// surface near a point has moved since a given update.
+    travel: RegionTravel,
 }
 
 impl std::fmt::Debug for BodyCollider {
@@ -140,6 +141,7 @@ impl BodyCollider {
             }
         }
         let prev = welded.mesh.positions.clone();
+        let travel = RegionTravel::new(&welded.mesh.positions, &welded.mesh.indices);
         let mut normals = Vec::new();
         vertex_normals(&welded.mesh.positions, &welded.mesh.indices, &mut normals);
         let shape = TriMesh::with_flags(
@@ -160,7 +162,7 @@ impl BodyCollider {
             source_count: mesh.positions.len(),
             scratch: Vec::with_capacity(prev.len()),
             prev,
-            travel_m: 0.0,
+            travel,
         })
     }
 
@@ -194,8 +196,8 @@ impl BodyCollider {
     }
 
     /// The shared first half of a pose update: checks `positions`, maps them onto the collider
-    /// vertices in `scratch`, keeps the current vertices as the previous pose and adds the
-    /// largest vertex displacement to the body's travel.
+    /// vertices in `scratch`, keeps the current vertices as the previous pose and records the
+    /// pose's displacements in the body's travel.
     fn stage_pose(&mut self, positions: &[Vec3]) -> Result<(), ColliderError> {
         if positions.len() != self.source_count {
             return Err(ColliderError::PoseLength {
@@ -211,11 +213,7 @@ impl BodyCollider {
         }
         self.prev.clear();
         self.prev.extend_from_slice(self.shape.vertices());
-        let step = (self.prev.iter().zip(&self.scratch))
-            .map(|(a, b)| a.distance_squared(*b))
-            .fold(0.0, Real::max)
-            .sqrt();
-        self.travel_m += f64::from(step);
+        self.travel.update(&self.prev, &self.scratch);
         Ok(())
     }
 
@@ -322,7 +320,7 @@ impl BodyCollider {
         };
         let useful = covered > reach + 0.25 * CANDIDATE_LOOKAHEAD_M;
         near.centre_m = p;
-        near.travel_at = self.travel_m;
+        near.pose_at = self.travel.pose();
         near.gathered = true;
         near.radius_m = if useful { covered } else { 0.0 };
         near.count = if useful { kept as u8 } else { 0 };
@@ -332,16 +330,32 @@ impl BodyCollider {
         }
     }
 
+    /// How far the triangles a particle's list `near` is about can have moved since it was
+    /// gathered (m): the whole body's travel, or, when that is too much for the list to cover
+    /// the `reach` around `p` and no travel would be, the travel of the regions within the
+    /// list's radius of its centre.
+    fn list_travel(&self, near: &Candidates, p: Vec3, reach: Real) -> Real {
+        let total = self.travel.total_since(near.pose_at);
+        if !Listed::new(near, total).covers_ball(p, reach)
+            && Listed::new(near, 0.0).covers_ball(p, reach)
+        {
+            self.travel
+                .since(near.pose_at, near.centre_m, near.radius_m)
+        } else {
+            total
+        }
+    }
+
     /// The closest surface point of `p` when its candidates `near` prove it (they still cover
     /// the contact `reach` around `p`, and the nearest of them is nearer than any triangle they
     /// may have left out); `None` when they do not.
-    fn nearest_candidate(&self, p: Vec3, reach: Real, near: &Candidates) -> Option<SurfacePoint> {
-        if !near.covers_ball(p, reach, self.travel_m) {
+    fn nearest_candidate(&self, p: Vec3, reach: Real, near: &Listed<'_>) -> Option<SurfacePoint> {
+        if !near.covers_ball(p, reach) {
             return None;
         }
         // Any triangle not among the candidates is at least this far from `p` now.
-        let slack = near.slack(p, self.travel_m);
-        let certain = near.radius_m - slack;
+        let slack = near.slack(p);
+        let certain = near.radius_m() - slack;
         let mut best: Option<(Real, u32, Vec3, TrianglePointLocation)> = None;
         for (&tri, &was) in near.triangles().iter().zip(near.distances()) {
             // Nearest first: none of the rest can beat the best found.
@@ -427,8 +441,11 @@ impl BodyCollider {
         (-s.signed_distance_m).max(0.0)
     }
 
-    /// Generates contacts for every particle with `inv_mass > 0` that lies within
-    /// `thickness_m + margin_m` of the surface (or inside it), appending to `out`.
+    /// Generates contacts for every particle `i` with `inv_mass > 0` that lies within
+    /// `thickness_m + margin_m + motion_m[i]` of the surface (or inside it), appending to
+    /// `out`. `motion_m` is how far the projection may carry each particle in this substep (m;
+    /// the solver passes the largest predicted move among the particle and its neighbours); a
+    /// particle beyond its end gets none.
     ///
     /// `x_prev` are the particles' positions at the start of the substep and `x` the predicted
     /// ones; the body is at the substep's end pose ([`Self::set_pose`]).
@@ -453,17 +470,15 @@ impl BodyCollider {
         inv_mass: &[Real],
         thickness_m: Real,
         margin_m: Real,
+        motion_m: &[Real],
         cache: &mut ProximityCache,
         out: &mut Vec<Contact>,
     ) {
-        let reach = thickness_m + margin_m;
-        // Look this much farther than needed, so the bound stays useful for a few substeps.
-        let radius = reach + PROXIMITY_LOOKAHEAD_M;
         cache.resize(x.len());
         let ProximityCache {
             queried_at,
             distance_m,
-            travel_at,
+            pose_at,
             candidates,
             chunks,
             parallel,
@@ -472,7 +487,7 @@ impl BodyCollider {
         chunks.resize_with(chunk_count, Vec::new);
         // Fixed chunks of particles, each with its own contact list, joined in chunk order: the
         // contacts come out in particle order whatever the thread count.
-        let search = |(k, ((((queried, distance), travel), near), found)): ChunkTask<'_>| {
+        let search = |(k, ((((queried, distance), pose), near), found)): ChunkTask<'_>| {
             found.clear();
             let first = k * CONTACT_CHUNK;
             for j in 0..queried.len() {
@@ -485,17 +500,21 @@ impl BodyCollider {
                 let slot = CacheSlot {
                     queried_at: &mut queried[j],
                     distance_m: &mut distance[j],
-                    travel_at: &mut travel[j],
+                    pose_at: &mut pose[j],
                     candidates: &mut near[j],
                 };
                 let start = x_prev.get(i).copied().unwrap_or(x[i]);
+                let reach = thickness_m + margin_m + motion_m.get(i).copied().unwrap_or(0.0);
+                // Look this much farther than needed, so the bound stays useful for a few
+                // substeps.
+                let radius = reach + PROXIMITY_LOOKAHEAD_M;
                 self.particle_contacts(i, start, x[i], thickness_m, reach, radius, slot, found);
             }
         };
         if *parallel && chunk_count > 1 {
             (queried_at.par_chunks_mut(CONTACT_CHUNK))
                 .zip(distance_m.par_chunks_mut(CONTACT_CHUNK))
-                .zip(travel_at.par_chunks_mut(CONTACT_CHUNK))
+                .zip(pose_at.par_chunks_mut(CONTACT_CHUNK))
                 .zip(candidates.par_chunks_mut(CONTACT_CHUNK))
                 .zip(chunks.par_iter_mut())
                 .enumerate()
@@ -503,7 +522,7 @@ impl BodyCollider {
         } else {
             (queried_at.chunks_mut(CONTACT_CHUNK))
                 .zip(distance_m.chunks_mut(CONTACT_CHUNK))
-                .zip(travel_at.chunks_mut(CONTACT_CHUNK))
+                .zip(pose_at.chunks_mut(CONTACT_CHUNK))
                 .zip(candidates.chunks_mut(CONTACT_CHUNK))
                 .zip(chunks.iter_mut())
                 .enumerate()
@@ -532,32 +551,42 @@ impl BodyCollider {
         // last queried, so the whole sweep is provably out of reach when this bound is.
         let q = *slot.queried_at;
         let moved = (p - q).length().max((start - q).length());
-        let bound = *slot.distance_m - moved - (self.travel_m - *slot.travel_at) as Real;
-        if bound > reach {
+        let free = *slot.distance_m - moved;
+        // With the whole body's travel, then (when that is too much and it can matter) with the
+        // travel of the body's regions within reach of the segment: only they can have come
+        // into reach.
+        let pose_at = *slot.pose_at;
+        let out_of_reach = free > reach
+            && (free - self.travel.total_since(pose_at) > reach
+                || free - self.travel.since(pose_at, p, reach + (p - start).length()) > reach);
+        if out_of_reach {
             return;
         }
         *slot.queried_at = p;
-        *slot.travel_at = self.travel_m;
+        *slot.pose_at = self.travel.pose();
         // The candidate triangles when they prove the closest point; otherwise the BVH, and
         // a new list for a particle that is close to the surface (in contact or nearly).
         let near_tris = slot.candidates;
-        let near = match self.nearest_candidate(p, reach, near_tris) {
+        let mut list_moved = self.list_travel(near_tris, p, reach);
+        let near = match self.nearest_candidate(p, reach, &Listed::new(near_tris, list_moved)) {
             Some(s) => Some(s),
             None => {
                 let near = self.query(p, radius);
                 if near.is_some_and(|s| s.signed_distance_m <= reach)
-                    && near_tris.may_gather(p, self.travel_m)
+                    && Listed::new(near_tris, list_moved).may_gather(p)
                 {
                     self.gather(p, reach, near_tris);
+                    list_moved = 0.0;
                 }
                 near
             }
         };
+        let near_tris = Listed::new(near_tris, list_moved);
         let surface_motion = near
             .map(|s| self.surface_motion(s.triangle, s.point_m))
             .unwrap_or(Vec3::ZERO);
         let from = start + surface_motion;
-        if let Some(c) = self.sweep(i as u32, from, p, thickness_m, near_tris) {
+        if let Some(c) = self.sweep(i as u32, from, p, thickness_m, &near_tris) {
             *slot.distance_m = 0.0;
             // The entry face alone: adding a pinch contact here too was tried and made
             // CesiumMan's bake diverge.
@@ -575,7 +604,7 @@ impl BodyCollider {
                         body_motion_m: surface_motion,
                         thickness_m,
                     });
-                    self.push_opposing(i as u32, p, &s, reach, thickness_m, near_tris, out);
+                    self.push_opposing(i as u32, p, &s, reach, thickness_m, &near_tris, out);
                 }
             }
             None => {
@@ -608,7 +637,7 @@ impl BodyCollider {
         first: &SurfacePoint,
         reach: Real,
         thickness_m: Real,
-        near: &Candidates,
+        near: &Listed<'_>,
         out: &mut Vec<Contact>,
     ) {
         if let Some(c) = self.opposing_contact(particle, p, first, reach, thickness_m, near) {
@@ -631,7 +660,7 @@ impl BodyCollider {
         first: &SurfacePoint,
         reach: Real,
         thickness_m: Real,
-        near: &Candidates,
+        near: &Listed<'_>,
     ) -> Option<Contact> {
         let mut best: Option<(Real, u32, Vec3, Vec3)> = None;
         let mut visit = |tri: u32| {
@@ -650,8 +679,8 @@ impl BodyCollider {
         };
         // Every triangle within `reach` of `p` is among the candidates when they cover that
         // ball; otherwise ask the BVH.
-        if near.covers_ball(p, reach, self.travel_m) {
-            let slack = near.slack(p, self.travel_m);
+        if near.covers_ball(p, reach) {
+            let slack = near.slack(p);
             (near.triangles().iter().zip(near.distances()))
                 .take_while(|&(_, &was)| was - slack <= reach)
                 .for_each(|(&t, _)| visit(t));
@@ -692,7 +721,7 @@ impl BodyCollider {
         from: Vec3,
         to: Vec3,
         thickness_m: Real,
-        near: &Candidates,
+        near: &Listed<'_>,
     ) -> Option<Contact> {
         let d = to - from;
         let len2 = d.length_squared();
@@ -702,9 +731,7 @@ impl BodyCollider {
         let ray = Ray::new(from, d);
         // Every point of the segment is within the larger of its ends' distances from the
         // candidates' centre, so they hold every triangle it can hit when they cover both ends.
-        let hit = if near.covers_ball(from, 0.0, self.travel_m)
-            && near.covers_ball(to, 0.0, self.travel_m)
-        {
+        let hit = if near.covers_ball(from, 0.0) && near.covers_ball(to, 0.0) {
             near.triangles()
                 .iter()
                 .filter_map(|&t| {
@@ -944,9 +971,8 @@ pub const PROXIMITY_LOOKAHEAD_M: Real = 0.05;
 pub struct ProximityCache {
     queried_at: Vec<Vec3>,
     distance_m: Vec<Real>,
-    /// The body's travel ([`BodyCollider::set_pose`]) at the particle's last query (m); f64, as
-    /// the running sum grows for the whole bake.
-    travel_at: Vec<f64>,
+    /// The body's pose ([`RegionTravel::pose`]) at the particle's last query.
+    pose_at: Vec<u32>,
     /// Per particle, the body triangles near where it was last gathered.
     candidates: Vec<Candidates>,
     /// Contacts found per chunk of [`CONTACT_CHUNK`] particles (scratch, reused).
@@ -960,7 +986,7 @@ type ChunkTask<'a> = (
     usize,
     (
         (
-            ((&'a mut [Vec3], &'a mut [Real]), &'a mut [f64]),
+            ((&'a mut [Vec3], &'a mut [Real]), &'a mut [u32]),
             &'a mut [Candidates],
         ),
         &'a mut Vec<Contact>,
@@ -968,18 +994,18 @@ type ChunkTask<'a> = (
 );
 
 /// Most body triangles a particle's [`Candidates`] hold.
-pub const CANDIDATES: usize = 16;
+pub const CANDIDATES: usize = 32;
 
 /// How much farther than the contact reach a particle's candidate triangles are gathered (m):
 /// the list stays valid while the particle and the body together move less than this.
 pub const CANDIDATE_LOOKAHEAD_M: Real = 0.015;
 
 /// The body triangles near one particle: every collider triangle within `radius_m` of
-/// `centre_m` when the body's travel was `travel_at` (at most [`CANDIDATES`]). While the
-/// particle stays near `centre_m` and the body moves little, its closest point, its sweep and
-/// its opposing contact are found among these few triangles instead of by a BVH descent, with
-/// the same result: a triangle left out was farther than `radius_m` from the centre and has
-/// moved at most the body's travel since.
+/// `centre_m` at the body's pose `pose_at` (at most [`CANDIDATES`]). While the particle stays
+/// near `centre_m` and the body near it moves little, its closest point, its sweep and its
+/// opposing contact are found among these few triangles instead of by a BVH descent, with the
+/// same result: a triangle left out was farther than `radius_m` from the centre and has moved
+/// at most its region's travel since ([`Listed`]).
 #[derive(Clone, Copy, Debug, Default)]
 struct Candidates {
     triangles: [u32; CANDIDATES],
@@ -989,39 +1015,55 @@ struct Candidates {
     centre_m: Vec3,
     /// 0 (the default): no list.
     radius_m: Real,
-    travel_at: f64,
+    pose_at: u32,
     /// Whether a gather was tried (an empty list with `radius_m` 0 can be a new slot or a body
     /// too finely meshed for the list).
     gathered: bool,
 }
 
-impl Candidates {
+/// A particle's [`Candidates`] with how far the body near them has moved since the gather.
+struct Listed<'a> {
+    list: &'a Candidates,
+    /// How far any triangle now within the list's radius of its centre can have moved since
+    /// the gather (m; [`RegionTravel::since`]).
+    body_moved_m: Real,
+}
+
+impl<'a> Listed<'a> {
+    fn new(list: &'a Candidates, body_moved_m: Real) -> Self {
+        Self { list, body_moved_m }
+    }
+
     fn triangles(&self) -> &[u32] {
-        &self.triangles[..self.count as usize]
+        &self.list.triangles[..self.list.count as usize]
     }
 
     /// The listed triangles' distances from the centre when gathered (m), ascending.
     fn distances(&self) -> &[Real] {
-        &self.distances_m[..self.count as usize]
+        &self.list.distances_m[..self.list.count as usize]
+    }
+
+    /// The list's radius (m; 0 for none).
+    fn radius_m(&self) -> Real {
+        self.list.radius_m
     }
 
     /// How much nearer to `p` than to the centre at the gather a triangle can be now (m): the
     /// distance from the centre plus the body's travel since.
-    fn slack(&self, p: Vec3, travel_m: f64) -> Real {
-        self.centre_m.distance(p) + (travel_m - self.travel_at) as Real
+    fn slack(&self, p: Vec3) -> Real {
+        self.list.centre_m.distance(p) + self.body_moved_m
     }
 
-    /// Whether every triangle within `r` of `p` is listed, the body's travel now being
-    /// `travel_m`.
-    fn covers_ball(&self, p: Vec3, r: Real, travel_m: f64) -> bool {
-        self.radius_m > 0.0 && self.slack(p, travel_m) + r < self.radius_m
+    /// Whether every triangle within `r` of `p` is listed.
+    fn covers_ball(&self, p: Vec3, r: Real) -> bool {
+        self.list.radius_m > 0.0 && self.slack(p) + r < self.list.radius_m
     }
 
     /// Whether a particle at `p` that its list did not serve may gather a new one: always,
     /// unless the last gather found the body too finely meshed there and neither the
     /// particle nor the body has moved by the lookahead since.
-    fn may_gather(&self, p: Vec3, travel_m: f64) -> bool {
-        self.radius_m > 0.0 || !self.gathered || self.slack(p, travel_m) > CANDIDATE_LOOKAHEAD_M
+    fn may_gather(&self, p: Vec3) -> bool {
+        self.list.radius_m > 0.0 || !self.list.gathered || self.slack(p) > CANDIDATE_LOOKAHEAD_M
     }
 }
 
@@ -1032,7 +1074,7 @@ const CONTACT_CHUNK: usize = 512;
 struct CacheSlot<'a> {
     queried_at: &'a mut Vec3,
     distance_m: &'a mut Real,
-    travel_at: &'a mut f64,
+    pose_at: &'a mut u32,
     candidates: &'a mut Candidates,
 }
 
@@ -1051,7 +1093,7 @@ impl ProximityCache {
             // Unknown: a bound of 0 forces a query.
             self.queried_at = vec![Vec3::ZERO; n];
             self.distance_m = vec![0.0; n];
-            self.travel_at = vec![0.0; n];
+            self.pose_at = vec![0; n];
             self.candidates = vec![Candidates::default(); n];
         }
     }
@@ -1137,9 +1179,9 @@ mod tests {
                     *p += Vec3::new(a, -a * 0.5, 0.3) * 0.0007;
                 }
                 let (mut a, mut b) = (Vec::new(), Vec::new());
-                kept.contacts(&prev, &x, &w, 0.005, 0.005, &mut cache, &mut a);
+                kept.contacts(&prev, &x, &w, 0.005, 0.005, &[], &mut cache, &mut a);
                 let mut cold = ProximityCache::new(false);
-                fresh.contacts(&prev, &x, &w, 0.005, 0.005, &mut cold, &mut b);
+                fresh.contacts(&prev, &x, &w, 0.005, 0.005, &[], &mut cold, &mut b);
                 let ids = |c: &[Contact]| c.iter().map(|k| k.particle).collect::<Vec<_>>();
                 assert_eq!(ids(&a), ids(&b), "{name}, step {step}");
                 for (k, l) in a.iter().zip(&b) {
@@ -1183,7 +1225,7 @@ mod tests {
         assert_relative_eq!(rebuilt.surface_motion(b.triangle, q).x, 0.1, epsilon = 1e-6);
         let (ea, eb) = (anchor.evaluate(&refit), anchor.evaluate(&rebuilt));
         assert!(ea.distance(eb) < 1e-6 && ea.distance(Vec3::new(0.1, 0.51, 0.0)) < 1e-6);
-        assert_eq!(refit.travel_m, rebuilt.travel_m);
+        assert_eq!(refit.travel.total_m(), rebuilt.travel.total_m());
     }
 
     #[test]
@@ -1244,6 +1286,7 @@ mod tests {
             &[1.0],
             0.01,
             0.0,
+            &[],
             &mut cache,
             &mut out,
         );
@@ -1271,6 +1314,7 @@ mod tests {
             &[1.0, 1.0, 1.0, 0.0],
             0.01,
             0.0,
+            &[],
             &mut cache,
             &mut out,
         );
@@ -1287,6 +1331,7 @@ mod tests {
             &[1.0, 1.0, 1.0, 0.0],
             0.01,
             0.0,
+            &[],
             &mut cache,
             &mut out,
         );
@@ -1299,10 +1344,34 @@ mod tests {
             &[1.0, 1.0, 1.0, 0.0],
             0.01,
             0.0,
+            &[],
             &mut cache,
             &mut out,
         );
         let ids: Vec<u32> = out.iter().map(|k| k.particle).collect();
         assert_eq!(ids, vec![0, 1, 2]);
+    }
+
+    #[test]
+    fn each_particle_reaches_as_far_as_its_own_motion() {
+        // Two particles 15 mm above the cube's top face, beyond the 10 mm reach; the first may
+        // move 10 mm in the substep, so its reach is 20 mm and it gets a contact.
+        let c = BodyCollider::new(&cube()).unwrap();
+        let x = [Vec3::new(0.0, 0.515, 0.0), Vec3::new(0.2, 0.515, 0.0)];
+        let mut out = Vec::new();
+        let mut cache = ProximityCache::default();
+        c.contacts(
+            &x,
+            &x,
+            &[1.0; 2],
+            0.01,
+            0.0,
+            &[0.01, 0.0],
+            &mut cache,
+            &mut out,
+        );
+        let ids: Vec<u32> = out.iter().map(|k| k.particle).collect();
+        assert_eq!(ids, vec![0]);
+        assert!((out[0].point_m.y - 0.5).abs() < 1.0e-6);
     }
 }

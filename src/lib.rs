@@ -36,6 +36,7 @@ pub mod self_collision;
 pub mod shapes;
 pub mod sim;
 pub mod stats;
+pub mod travel;
 
 /// The crate version, as written into stats reports and exported files.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

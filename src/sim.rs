@@ -84,8 +84,9 @@ pub struct SolverSettings {
     pub gravity_m_per_s2: [Real; 3],
     /// Distance the cloth keeps from the body surface (m).
     pub collision_thickness_m: Real,
-    /// Extra reach of the contact search beyond the thickness (m); the motion of the particle in
-    /// the substep is added to it.
+    /// Extra reach of the contact search beyond the thickness (m); per particle, the largest
+    /// predicted move of the substep among the particle and its stretch neighbours is added to
+    /// it.
     pub contact_margin_m: Real,
     /// Edge stretch (length / rest − 1) beyond which a substep counts as failed and is retried.
     pub failure_stretch: Real,
@@ -676,6 +677,11 @@ pub struct Solver {
     contacts: Vec<Contact>,
     lambda_contact: Vec<Real>,
     proximity: ProximityCache,
+    /// Per particle, how far the projection may carry it in the current substep (m): the
+    /// largest predicted move among the particle and its stretch neighbours (scratch).
+    motion_m: Vec<Real>,
+    /// Per particle, its squared predicted move in the current substep (m², scratch).
+    move2: Vec<Real>,
     /// Cloth–cloth collision, when [`SolverSettings::self_collision`] is on.
     self_collision: Option<SelfCollision>,
     /// The body's vertices against the cloth's triangles
@@ -738,6 +744,22 @@ impl Batches {
 
 fn stencils<T, const K: usize>(items: &[T], particles: impl Fn(&T) -> [u32; K]) -> Vec<[u32; K]> {
     items.iter().map(particles).collect()
+}
+
+/// Each particle's largest predicted move among itself and its neighbours along `edges` (m),
+/// from the squared predicted moves `own2` (m²).
+fn moves_of_neighbours(own2: &[Real], edges: &[Distance], out: &mut Vec<Real>) {
+    out.clear();
+    out.extend_from_slice(own2);
+    for e in edges {
+        let [a, b] = e.particles.map(|i| i as usize);
+        out[a] = out[a].max(own2[b]);
+        out[b] = out[b].max(own2[a]);
+    }
+    // Squared moves compare as the moves do: the square roots wait for the end.
+    for m in out.iter_mut() {
+        *m = m.sqrt();
+    }
 }
 
 /// Smallest number of constraints one rayon task projects: below this the task costs more than
@@ -1096,6 +1118,8 @@ impl Solver {
             contacts: Vec::new(),
             lambda_contact: Vec::new(),
             proximity: ProximityCache::new(settings.parallel),
+            motion_m: Vec::new(),
+            move2: Vec::new(),
             checkpoint: particles.clone(),
             settings,
             particles,
@@ -1403,6 +1427,8 @@ impl Solver {
             contacts,
             lambda_contact,
             proximity,
+            motion_m,
+            move2,
             self_collision,
             body_vertex,
             drag,
@@ -1436,12 +1462,15 @@ impl Solver {
         let t = Instant::now();
         let g = Vec3::from(settings.gravity_m_per_s2);
         let mut max_move2: Real = 0.0;
-        for i in 0..p.x.len() {
+        move2.clear();
+        move2.resize(p.x.len(), 0.0);
+        for (i, moved2) in move2.iter_mut().enumerate() {
             p.x_prev[i] = p.x[i];
             if p.inv_mass[i] > 0.0 {
                 p.v[i] += g * h;
                 let dx = p.v[i] * h;
-                max_move2 = max_move2.max(dx.length_squared());
+                *moved2 = dx.length_squared();
+                max_move2 = max_move2.max(*moved2);
                 p.x[i] += dx;
             }
         }
@@ -1451,6 +1480,9 @@ impl Solver {
         for pin in &model.pins {
             p.x[pin.particle as usize] = pin.target_m;
         }
+        // A particle's contacts must hold wherever the projection carries it in this substep;
+        // the constraints move it by about its own and its neighbours' predicted moves.
+        moves_of_neighbours(move2, &model.stretch, motion_m);
         times.predict += t.elapsed();
 
         // 3. Contacts.
@@ -1462,7 +1494,8 @@ impl Solver {
                 &p.x,
                 &p.inv_mass,
                 settings.collision_thickness_m,
-                settings.contact_margin_m + max_move2.sqrt(),
+                settings.contact_margin_m,
+                motion_m,
                 proximity,
                 contacts,
             );
@@ -1918,6 +1951,24 @@ fn check_substep(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn contact_motion_is_the_largest_move_among_neighbours() {
+        // A chain 0 - 1 - 2 - 3: only particle 0 moves (3 mm). Its neighbour 1 gets its move;
+        // 2 and 3, two and three edges away, do not (the maximum does not spread along the
+        // list's order).
+        let edge = |a, b| Distance {
+            particles: [a, b],
+            rest_length_m: 0.01,
+            compliance_m_per_n: 0.0,
+        };
+        let edges = [edge(0, 1), edge(1, 2), edge(2, 3)];
+        let mut out = Vec::new();
+        moves_of_neighbours(&[0.003 * 0.003, 0.0, 0.0, 0.0], &edges, &mut out);
+        assert_eq!(out.len(), 4);
+        assert!((out[0] - 0.003).abs() < 1.0e-9 && (out[1] - 0.003).abs() < 1.0e-9);
+        assert_eq!(&out[2..], &[0.0, 0.0]);
+    }
     use approx::assert_relative_eq;
 
     fn pendulum(compliance: Real) -> ClothModel {

@@ -4,16 +4,21 @@
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Mutex;
 
 use drape::bake::LoadedScene;
 use drape::demo::{write_demo, DemoScene};
-use drape::sim::{Solver, StretchSolve};
+use drape::math::{Real, Vec3};
+use drape::sim::{BodyMotion, Solver, StretchSolve};
 
 /// Counts allocations (and reallocations) while `COUNTING` is set.
 struct Counting;
 
 static COUNTING: AtomicBool = AtomicBool::new(false);
 static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
+
+/// The counter is global: the tests of this binary take turns.
+static SERIAL: Mutex<()> = Mutex::new(());
 
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
@@ -47,6 +52,7 @@ static GLOBAL: Counting = Counting;
 /// frames here; inside a pool its work-stealing deques are reused.
 #[test]
 fn stepping_a_warm_solver_allocates_nothing() {
+    let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(2)
         .build()
@@ -92,4 +98,58 @@ fn step_and_count() {
              allocations in 12 warm frames"
         );
     }
+}
+
+/// A sphere that slides sideways at 5 cm/s (the moving-body path: pose updates, the collider's
+/// refit and normals, its travel per region, the candidate lists checked against it).
+struct Slide {
+    rest: Vec<Vec3>,
+}
+
+impl BodyMotion for Slide {
+    fn pose_at(&mut self, time_s: f64, out: &mut Vec<Vec3>) {
+        let offset = Vec3::new(0.05 * time_s as Real, 0.0, 0.0);
+        out.clear();
+        out.extend(self.rest.iter().map(|&p| p + offset));
+    }
+}
+
+/// As above with the sphere moving under the cloth: after the warm-up, 12 frames (120 pose
+/// updates) allocate nothing either.
+#[test]
+fn stepping_on_a_moving_body_allocates_nothing() {
+    let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(2)
+        .build()
+        .unwrap();
+    pool.install(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write_demo(dir.path(), DemoScene::SphereDrop, Some(32)).unwrap();
+        let mut loaded = LoadedScene::load(&path).unwrap();
+        loaded.scene.solver.substeps = 10;
+        let body = loaded.body_collider().unwrap();
+        let rest = loaded.body.as_ref().unwrap().mesh().positions.clone();
+        let (model, _) = loaded.build_model(body.as_ref());
+        let mut solver = Solver::new(loaded.scene.solver.clone(), model, body).unwrap();
+        solver.set_body_motion(Box::new(Slide { rest })).unwrap();
+        for _ in 0..36 {
+            solver.step_frame(1.0 / 24.0).unwrap();
+        }
+        let mut contacts = 0;
+        ALLOCATIONS.store(0, Ordering::Relaxed);
+        COUNTING.store(true, Ordering::Relaxed);
+        for _ in 0..12 {
+            let report = solver.step_frame(1.0 / 24.0).unwrap();
+            assert_eq!(report.rollbacks, 0);
+            contacts += report.contacts;
+        }
+        COUNTING.store(false, Ordering::Relaxed);
+        let allocations = ALLOCATIONS.load(Ordering::Relaxed);
+        assert!(contacts > 100, "the cloth rests on the sphere: {contacts}");
+        assert_eq!(
+            allocations, 0,
+            "{allocations} allocations in 12 warm frames"
+        );
+    });
 }
