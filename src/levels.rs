@@ -531,8 +531,73 @@ fn shear_run(x: SharedSlice<'_, Vec3>, w: &[Real], c: &[Shear], l: &mut [Real], 
         }
     }
     let done = c.len() - c.len() % LANES;
-    let tail = c[done..].iter().zip(&mut l[done..]);
+    let (c, l) = (&c[done..], &mut l[done..]);
+    if c.iter().all(|c| c.strain == Strain::Shear) {
+        return degenerate + padded(c, l, |c, l| shear_lanes(x, w, c, l, h));
+    }
+    let tail = c.iter().zip(l);
     degenerate + tail.map(|(c, l)| shear_one(x, w, c, l, h)).sum::<u64>()
+}
+
+/// A constraint of the kind that a lane kernel skips as degenerate: `c` with all its particles
+/// made its first.
+trait Pad: Copy {
+    fn pad(self) -> Self;
+}
+
+impl Pad for Shear {
+    fn pad(mut self) -> Self {
+        self.particles = [self.particles[0]; 3];
+        self
+    }
+}
+
+impl Pad for Bend {
+    fn pad(mut self) -> Self {
+        self.particles = [self.particles[0]; 4];
+        self
+    }
+}
+
+impl Pad for Distance {
+    fn pad(mut self) -> Self {
+        self.particles = [self.particles[0]; 2];
+        self
+    }
+}
+
+/// Runs the last `c.len() < LANES` constraints of a level through the lane kernel `lanes`,
+/// the missing lanes filled with degenerate copies of the first ([`Pad`]): they read only its
+/// particle, move nothing and keep their multipliers out of `l`. Returns the kernel's
+/// degenerate count less the padding's. A lane computes what the scalar projection does (bit
+/// for bit), so this is the one-at-a-time tail, at the cost of one vector step.
+#[inline(always)]
+fn padded<C: Pad, R: Into<Counts> + From<Counts>>(
+    c: &[C],
+    l: &mut [Real],
+    lanes: impl FnOnce(&[C], &mut [Real]) -> R,
+) -> R {
+    let Some(&first) = c.first() else {
+        return R::from(Counts::default());
+    };
+    let cs: [C; LANES] = from_fn(|j| c.get(j).copied().unwrap_or_else(|| first.pad()));
+    let mut ls: [Real; LANES] = from_fn(|j| l.get(j).copied().unwrap_or(0.0));
+    let mut counts: Counts = lanes(&cs, &mut ls).into();
+    l.copy_from_slice(&ls[..c.len()]);
+    counts.degenerate -= (LANES - c.len()) as u64;
+    R::from(counts)
+}
+
+impl From<u64> for Counts {
+    fn from(degenerate: u64) -> Self {
+        Counts::skipped(degenerate)
+    }
+}
+
+impl From<Counts> for u64 {
+    fn from(c: Counts) -> Self {
+        c.degenerate
+    }
 }
 
 /// One shear constraint by the scalar projection.
@@ -601,8 +666,7 @@ fn bend_run(x: SharedSlice<'_, Vec3>, w: &[Real], c: &[Bend], l: &mut [Real], h:
         degenerate += bend_lanes(x, w, c, l, h);
     }
     let done = c.len() - c.len() % LANES;
-    let tail = c[done..].iter().zip(&mut l[done..]);
-    degenerate + tail.map(|(c, l)| bend_one(x, w, c, l, h)).sum::<u64>()
+    degenerate + padded(&c[done..], &mut l[done..], |c, l| bend_lanes(x, w, c, l, h))
 }
 
 /// One hinge by the scalar projection.
@@ -691,10 +755,10 @@ fn stretch_run(
         counts = counts.merge(stretch_lanes(x, w, c, l, h, stretch));
     }
     let done = c.len() - c.len() % LANES;
-    let tail = c[done..].iter().zip(&mut l[done..]);
-    tail.fold(counts, |a, (c, l)| {
-        a.merge(stretch_one(x, w, c, l, h, stretch))
-    })
+    let tail = padded(&c[done..], &mut l[done..], |c, l| {
+        stretch_lanes(x, w, c, l, h, stretch)
+    });
+    counts.merge(tail)
 }
 
 /// One edge by the scalar projection, as the solver's serial sweep does it.
@@ -1110,6 +1174,72 @@ mod tests {
     }
 
     /// The grid's edges in the mesh's order (each triangle's three, first seen first).
+    #[test]
+    fn short_runs_in_padded_lanes_are_the_scalar_projection_bit_for_bit() {
+        // Runs of 1, 2 and 3 constraints (a level's tail) that share no particle, with one
+        // degenerate edge (its particles coincide) among the stretch: the padded lanes give the
+        // scalar projections' positions and multipliers, and count only the real degenerate one.
+        let n = 12;
+        let (rest, x, w) = crumpled(n);
+        let tris = grid_triangles(n);
+        let bend = hinges(&tris, &rest);
+        let edges = grid_edges(&tris, &rest);
+        let far = |all: &[[u32; 4]], count: usize| -> Vec<usize> {
+            let mut picked: Vec<usize> = Vec::new();
+            for (k, p) in all.iter().enumerate() {
+                let shares = |q: usize| all[q].iter().any(|i| p.contains(i));
+                if picked.len() < count && !picked.iter().any(|&q| shares(q)) {
+                    picked.push(k);
+                }
+            }
+            picked
+        };
+        let h = 1.0 / 240.0;
+        let stencils: Vec<[u32; 4]> = bend.iter().map(|c| c.particles).collect();
+        for count in 1..LANES {
+            let run: Vec<Bend> = far(&stencils, count).iter().map(|&k| bend[k]).collect();
+            assert_eq!(run.len(), count);
+            let (mut xs, mut ls) = (x.clone(), vec![0.25; count]);
+            for (c, l) in run.iter().zip(&mut ls) {
+                bend_one(SharedSlice::new(&mut xs), &w, c, l, h);
+            }
+            let (mut xv, mut lv) = (x.clone(), vec![0.25; count]);
+            let skipped = bend_run(SharedSlice::new(&mut xv), &w, &run, &mut lv, h);
+            assert_eq!((skipped, &xv, &lv), (0, &xs, &ls), "{count} hinges");
+        }
+        let stencils: Vec<[u32; 4]> = (edges.iter())
+            .map(|c| {
+                [
+                    c.particles[0],
+                    c.particles[1],
+                    c.particles[1],
+                    c.particles[1],
+                ]
+            })
+            .collect();
+        let relax = StretchPass {
+            omega: 1.5,
+            inv_h2: 1.0 / (h * h),
+            residual: true,
+        };
+        for count in 1..LANES {
+            let run: Vec<Distance> = far(&stencils, count).iter().map(|&k| edges[k]).collect();
+            let last = run[count - 1].particles;
+            let mut x = x.clone();
+            x[last[1] as usize] = x[last[0] as usize];
+            let (mut xs, mut ls) = (x.clone(), vec![0.0; count]);
+            let mut expected = Counts::default();
+            for (c, l) in run.iter().zip(&mut ls) {
+                let one = stretch_one(SharedSlice::new(&mut xs), &w, c, l, h, relax);
+                expected = expected.merge(one);
+            }
+            let (mut xv, mut lv) = (x.clone(), vec![0.0; count]);
+            let got = stretch_run(SharedSlice::new(&mut xv), &w, &run, &mut lv, h, relax);
+            assert_eq!(expected.degenerate, 1);
+            assert_eq!((got, &xv, &lv), (expected, &xs, &ls), "{count} edges");
+        }
+    }
+
     fn grid_edges(tris: &[[u32; 3]], rest: &[Vec3]) -> Vec<Distance> {
         let mut seen = std::collections::HashSet::new();
         let mut out = Vec::new();
