@@ -67,6 +67,10 @@ pub struct BodyCollider {
     prev: Vec<Vec3>,
     /// Scratch for the new vertex positions.
     scratch: Vec<Vec3>,
+    /// Each triangle's bounding sphere at the current pose: its centroid and the distance to
+    /// its farthest vertex (m). `|p − c| − r` is a lower bound of the distance from `p` to the
+    /// triangle that costs a fraction of its projection.
+    spheres: Vec<(Vec3, Real)>,
     /// How far each region of the body has moved since every pose: bounds on how far the
     /// surface near a point has moved since a given update.
     travel: RegionTravel,
@@ -163,7 +167,9 @@ impl BodyCollider {
             scratch: Vec::with_capacity(prev.len()),
             prev,
             travel,
-        })
+            spheres: Vec::new(),
+        }
+        .with_spheres())
     }
 
     /// Moves the body to a new pose: `positions` are the body mesh's vertices (in the order of
@@ -217,8 +223,38 @@ impl BodyCollider {
         Ok(())
     }
 
-    /// Recomputes the pseudo-normals (closed body) and vertex normals for the current vertices.
+    fn with_spheres(mut self) -> Self {
+        self.refresh_spheres();
+        self
+    }
+
+    /// Recomputes the triangles' bounding spheres for the current vertices.
+    fn refresh_spheres(&mut self) {
+        let v = self.shape.vertices();
+        self.spheres.clear();
+        self.spheres.extend(self.shape.indices().iter().map(|t| {
+            let [a, b, c] = t.map(|i| v[i as usize]);
+            let centre = (a + b + c) / 3.0;
+            let r2 = centre
+                .distance_squared(a)
+                .max(centre.distance_squared(b))
+                .max(centre.distance_squared(c));
+            (centre, r2.sqrt())
+        }));
+    }
+
+    /// A lower bound of the distance from `p` to triangle `tri` (m), from its bounding sphere,
+    /// rounded down by a micrometre so that rounding never makes it exceed the true distance.
+    #[inline]
+    fn distance_at_least(&self, p: Vec3, tri: u32) -> Real {
+        let (c, r) = self.spheres[tri as usize];
+        p.distance(c) - r - 1.0e-6
+    }
+
+    /// Recomputes the pseudo-normals (closed body), vertex normals and bounding spheres for the
+    /// current vertices.
     fn refresh_normals(&mut self) {
+        self.refresh_spheres();
         if let Some(pn) = self.pseudo.as_mut() {
             pn.update(self.shape.vertices(), self.shape.indices());
         }
@@ -296,6 +332,9 @@ impl BodyCollider {
         let mut count = 0;
         let mut complete = true;
         for tri in self.shape.bvh().intersect_aabb(&aabb) {
+            if self.distance_at_least(p, tri) > radius_m {
+                continue;
+            }
             let q = self.shape.triangle(tri).project_local_point(p, false).point;
             let d = p.distance(q);
             if d > radius_m {
@@ -328,6 +367,11 @@ impl BodyCollider {
             near.triangles[k] = tri;
             near.distances_m[k] = d;
         }
+        // The cone of the listed faces' normals around the nearest one's.
+        let faces = near.triangles[..near.count as usize].iter();
+        let mut normals = faces.filter_map(|&t| self.face_normal(t));
+        near.cone_axis = normals.next().unwrap_or(Vec3::ZERO);
+        near.cone_cos = normals.fold(1.0, |c: Real, n| c.min(n.dot(near.cone_axis)));
     }
 
     /// How far the triangles a particle's list `near` is about can have moved since it was
@@ -361,6 +405,10 @@ impl BodyCollider {
             // Nearest first: none of the rest can beat the best found.
             if best.is_some_and(|b| was - slack >= b.0) {
                 break;
+            }
+            // Nor can a triangle whose bounding sphere is farther than the best.
+            if best.is_some_and(|b| self.distance_at_least(p, tri) >= b.0) {
+                continue;
             }
             let (proj, location) = self
                 .shape
@@ -667,7 +715,7 @@ impl BodyCollider {
             let Some(face) = self.face_normal(tri) else {
                 return;
             };
-            if face.dot(first.normal) > OPPOSING_COS {
+            if face.dot(first.normal) > OPPOSING_COS || self.distance_at_least(p, tri) > reach {
                 return;
             }
             let t = self.shape.triangle(tri);
@@ -680,6 +728,9 @@ impl BodyCollider {
         // Every triangle within `reach` of `p` is among the candidates when they cover that
         // ball; otherwise ask the BVH.
         if near.covers_ball(p, reach) {
+            if near.faces_all_within(first.normal, OPPOSING_COS) {
+                return None;
+            }
             let slack = near.slack(p);
             (near.triangles().iter().zip(near.distances()))
                 .take_while(|&(_, &was)| was - slack <= reach)
@@ -1016,6 +1067,10 @@ struct Candidates {
     /// 0 (the default): no list.
     radius_m: Real,
     pose_at: u32,
+    /// The listed faces' normals at the gather: the nearest face's, and the cosine of the
+    /// largest angle between it and any other's (zero axis: none).
+    cone_axis: Vec3,
+    cone_cos: Real,
     /// Whether a gather was tried (an empty list with `radius_m` 0 can be a new slot or a body
     /// too finely meshed for the list).
     gathered: bool,
@@ -1052,6 +1107,20 @@ impl<'a> Listed<'a> {
     /// distance from the centre plus the body's travel since.
     fn slack(&self, p: Vec3) -> Real {
         self.list.centre_m.distance(p) + self.body_moved_m
+    }
+
+    /// Whether every listed face's normal `f` has `f · n > cos` for the unit vector `n`: when
+    /// the body near the list has not moved since the gather (so its faces have not turned),
+    /// from the cone of their normals (half-angle `θ` about the axis, `n` at `φ` from the axis:
+    /// `f · n ≥ cos(θ + φ)`, both angles under 90°), with a margin for rounding.
+    fn faces_all_within(&self, n: Vec3, cos: Real) -> bool {
+        let (axis, cos_theta) = (self.list.cone_axis, self.list.cone_cos);
+        let cos_phi = axis.dot(n);
+        if self.body_moved_m != 0.0 || axis == Vec3::ZERO || cos_theta <= 0.0 || cos_phi <= 0.0 {
+            return false;
+        }
+        let sin = |c: Real| (1.0 - c * c).max(0.0).sqrt();
+        cos_theta * cos_phi - sin(cos_theta) * sin(cos_phi) > cos + 1.0e-3
     }
 
     /// Whether every triangle within `r` of `p` is listed.
@@ -1373,5 +1442,36 @@ mod tests {
         let ids: Vec<u32> = out.iter().map(|k| k.particle).collect();
         assert_eq!(ids, vec![0]);
         assert!((out[0].point_m.y - 0.5).abs() < 1.0e-6);
+    }
+
+    #[test]
+    fn a_particle_between_facing_surfaces_gets_both_contacts_every_substep() {
+        // Two static boxes with a 20 mm gap between the lower one's top (y = 0.5) and the
+        // upper one's bottom (y = 0.52). A particle in the middle of the gap is within the
+        // 12 mm reach of both: it gets the nearer surface's contact and the opposing one, also
+        // once its candidate list serves it (the static body's shortcut for lists whose faces
+        // all face one way must not apply here). A particle above the upper box's top has one.
+        let lower = cube();
+        let upper = crate::shapes::cuboid(
+            "upper",
+            Vec3::new(-0.5, 0.52, -0.5),
+            Vec3::new(0.5, 1.52, 0.5),
+        );
+        let mut both = lower.clone();
+        let n = both.positions.len() as u32;
+        both.positions.extend_from_slice(&upper.positions);
+        both.indices
+            .extend(upper.indices.iter().map(|t| t.map(|i| i + n)));
+        let c = BodyCollider::new(&both).unwrap();
+        let x = [Vec3::new(0.1, 0.509, 0.1), Vec3::new(0.1, 1.525, 0.1)];
+        let mut cache = ProximityCache::default();
+        for substep in 0..3 {
+            let mut out = Vec::new();
+            c.contacts(&x, &x, &[1.0; 2], 0.01, 0.002, &[], &mut cache, &mut out);
+            let normals: Vec<(u32, i32)> = (out.iter())
+                .map(|k| (k.particle, k.normal.y.round() as i32))
+                .collect();
+            assert_eq!(normals, vec![(0, 1), (0, -1), (1, 1)], "substep {substep}");
+        }
     }
 }
