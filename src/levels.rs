@@ -521,7 +521,7 @@ fn shear_run(x: SharedSlice<'_, Vec3>, w: &[Real], c: &[Shear], l: &mut [Real], 
     let mut chunks = c.chunks_exact(LANES).zip(l.chunks_exact_mut(LANES));
     for (c, l) in &mut chunks {
         if c.iter().all(|c| c.strain == Strain::Shear) {
-            degenerate += shear_lanes(x, w, c, l, h);
+            degenerate += shear_lanes(x, w, c, l, h, ALL_LANES);
         } else {
             degenerate += c
                 .iter()
@@ -533,7 +533,7 @@ fn shear_run(x: SharedSlice<'_, Vec3>, w: &[Real], c: &[Shear], l: &mut [Real], 
     let done = c.len() - c.len() % LANES;
     let (c, l) = (&c[done..], &mut l[done..]);
     if c.iter().all(|c| c.strain == Strain::Shear) {
-        return degenerate + padded(c, l, |c, l| shear_lanes(x, w, c, l, h));
+        return degenerate + padded(c, l, |c, l, live| shear_lanes(x, w, c, l, h, live));
     }
     let tail = c.iter().zip(l);
     degenerate + tail.map(|(c, l)| shear_one(x, w, c, l, h)).sum::<u64>()
@@ -566,38 +566,30 @@ impl Pad for Distance {
     }
 }
 
+/// Every lane live: the `live` mask of a full group of [`LANES`] constraints.
+const ALL_LANES: u32 = (1 << LANES) - 1;
+
 /// Runs the last `c.len() < LANES` constraints of a level through the lane kernel `lanes`,
 /// the missing lanes filled with degenerate copies of the first ([`Pad`]): they read only its
-/// particle, move nothing and keep their multipliers out of `l`. Returns the kernel's
-/// degenerate count less the padding's. A lane computes what the scalar projection does (bit
-/// for bit), so this is the one-at-a-time tail, at the cost of one vector step.
+/// particle and keep their multipliers out of `l`, and the kernel, told which lanes are live,
+/// counts only those. A pad lane never moves: its stencil has no length or area (degenerate),
+/// or, at a non-finite position, no finite denominator (rigid). A lane computes what the scalar
+/// projection does (bit for bit), so this is the one-at-a-time tail, at the cost of one vector
+/// step.
 #[inline(always)]
-fn padded<C: Pad, R: Into<Counts> + From<Counts>>(
+fn padded<C: Pad, R: Default>(
     c: &[C],
     l: &mut [Real],
-    lanes: impl FnOnce(&[C], &mut [Real]) -> R,
+    lanes: impl FnOnce(&[C], &mut [Real], u32) -> R,
 ) -> R {
     let Some(&first) = c.first() else {
-        return R::from(Counts::default());
+        return R::default();
     };
     let cs: [C; LANES] = from_fn(|j| c.get(j).copied().unwrap_or_else(|| first.pad()));
     let mut ls: [Real; LANES] = from_fn(|j| l.get(j).copied().unwrap_or(0.0));
-    let mut counts: Counts = lanes(&cs, &mut ls).into();
+    let counts = lanes(&cs, &mut ls, (1 << c.len()) - 1);
     l.copy_from_slice(&ls[..c.len()]);
-    counts.degenerate -= (LANES - c.len()) as u64;
-    R::from(counts)
-}
-
-impl From<u64> for Counts {
-    fn from(degenerate: u64) -> Self {
-        Counts::skipped(degenerate)
-    }
-}
-
-impl From<Counts> for u64 {
-    fn from(c: Counts) -> Self {
-        c.degenerate
-    }
+    counts
 }
 
 /// One shear constraint by the scalar projection.
@@ -630,7 +622,14 @@ pub(crate) fn shear_one(
 /// [`LANES`] shear constraints (strain [`Strain::Shear`]) at once: [`solve_shear`] in every
 /// lane.
 #[inline(always)]
-fn shear_lanes(x: SharedSlice<'_, Vec3>, w: &[Real], c: &[Shear], l: &mut [Real], h: Real) -> u64 {
+fn shear_lanes(
+    x: SharedSlice<'_, Vec3>,
+    w: &[Real],
+    c: &[Shear],
+    l: &mut [Real],
+    h: Real,
+    live: u32,
+) -> u64 {
     let idx: [[usize; 3]; LANES] = from_fn(|j| c[j].particles.map(|i| i as usize));
     // SAFETY (gathers and scatters): the indices are in bounds (checked when the solver was
     // built) and no two constraints of a level share a particle.
@@ -655,7 +654,7 @@ fn shear_lanes(x: SharedSlice<'_, Vec3>, w: &[Real], c: &[Shear], l: &mut [Real]
     let d: [V3; 3] = from_fn(|k| g[k] * (ws[k] * dl));
     // SAFETY: as above.
     unsafe { scatter(x, &idx, d, moves, lambda + dl, l) };
-    degenerate.to_bitmask().count_ones() as u64
+    (degenerate.to_bitmask() & live).count_ones() as u64
 }
 
 /// As [`shear_run`], for bending.
@@ -663,10 +662,13 @@ fn bend_run(x: SharedSlice<'_, Vec3>, w: &[Real], c: &[Bend], l: &mut [Real], h:
     let mut degenerate = 0;
     let mut chunks = c.chunks_exact(LANES).zip(l.chunks_exact_mut(LANES));
     for (c, l) in &mut chunks {
-        degenerate += bend_lanes(x, w, c, l, h);
+        degenerate += bend_lanes(x, w, c, l, h, ALL_LANES);
     }
     let done = c.len() - c.len() % LANES;
-    degenerate + padded(&c[done..], &mut l[done..], |c, l| bend_lanes(x, w, c, l, h))
+    degenerate
+        + padded(&c[done..], &mut l[done..], |c, l, live| {
+            bend_lanes(x, w, c, l, h, live)
+        })
 }
 
 /// One hinge by the scalar projection.
@@ -698,7 +700,14 @@ pub(crate) fn bend_one(
 /// [`LANES`] hinges at once: [`solve_bend`] (with
 /// [`crate::constraints::dihedral_angle_and_gradient`]) in every lane.
 #[inline(always)]
-fn bend_lanes(x: SharedSlice<'_, Vec3>, w: &[Real], c: &[Bend], l: &mut [Real], h: Real) -> u64 {
+fn bend_lanes(
+    x: SharedSlice<'_, Vec3>,
+    w: &[Real],
+    c: &[Bend],
+    l: &mut [Real],
+    h: Real,
+    live: u32,
+) -> u64 {
     let s = Lanes::splat;
     let idx: [[usize; 4]; LANES] = from_fn(|j| c[j].particles.map(|i| i as usize));
     // SAFETY (gathers and scatters): as in `shear_lanes`.
@@ -737,7 +746,7 @@ fn bend_lanes(x: SharedSlice<'_, Vec3>, w: &[Real], c: &[Bend], l: &mut [Real], 
     let d: [V3; 4] = from_fn(|k| g[k] * (ws[k] * dl));
     // SAFETY: as above.
     unsafe { scatter(x, &idx, d, moves, lambda + dl, l) };
-    degenerate.to_bitmask().count_ones() as u64
+    (degenerate.to_bitmask() & live).count_ones() as u64
 }
 
 /// As [`shear_run`], for the stretch.
@@ -752,11 +761,11 @@ fn stretch_run(
     let mut counts = Counts::default();
     let mut chunks = c.chunks_exact(LANES).zip(l.chunks_exact_mut(LANES));
     for (c, l) in &mut chunks {
-        counts = counts.merge(stretch_lanes(x, w, c, l, h, stretch));
+        counts = counts.merge(stretch_lanes(x, w, c, l, h, stretch, ALL_LANES));
     }
     let done = c.len() - c.len() % LANES;
-    let tail = padded(&c[done..], &mut l[done..], |c, l| {
-        stretch_lanes(x, w, c, l, h, stretch)
+    let tail = padded(&c[done..], &mut l[done..], |c, l, live| {
+        stretch_lanes(x, w, c, l, h, stretch, live)
     });
     counts.merge(tail)
 }
@@ -804,6 +813,7 @@ fn stretch_lanes(
     l: &mut [Real],
     h: Real,
     stretch: StretchPass,
+    live: u32,
 ) -> Counts {
     let s = Lanes::splat;
     let idx: [[usize; 2]; LANES] = from_fn(|j| c[j].particles.map(|i| i as usize));
@@ -825,7 +835,7 @@ fn stretch_lanes(
     let new_lambda = lambda + ((lambda + dl) - lambda) * omega;
     // SAFETY: as above.
     unsafe { scatter(x, &idx, d, moves, new_lambda, l) };
-    let mut counts = Counts::skipped(degenerate.to_bitmask().count_ones() as u64);
+    let mut counts = Counts::skipped((degenerate.to_bitmask() & live).count_ones() as u64);
     if stretch.residual {
         let denom = ws[0] + ws[1] + alpha * s(stretch.inv_h2);
         let r = ((new_lambda - lambda).abs() * denom).to_array();
@@ -1206,6 +1216,18 @@ mod tests {
             let (mut xv, mut lv) = (x.clone(), vec![0.25; count]);
             let skipped = bend_run(SharedSlice::new(&mut xv), &w, &run, &mut lv, h);
             assert_eq!((skipped, &xv, &lv), (0, &xs, &ls), "{count} hinges");
+            // With the first particle at NaN (a substep about to be rolled back) the pad lanes
+            // are not degenerate but rigid: they still count nothing and move nothing.
+            let mut xn = x.clone();
+            xn[run[0].particles[0] as usize] = Vec3::NAN;
+            let mut ln = vec![0.25; count];
+            let skipped = bend_run(SharedSlice::new(&mut xn), &w, &run, &mut ln, h);
+            assert_eq!(skipped, 0, "{count} hinges, one at NaN");
+            let moved = (0..x.len()).filter(|&i| xn[i] != x[i] && xn[i].is_finite());
+            assert!(
+                moved.count() <= 4 * (count - 1),
+                "{count} hinges, one at NaN"
+            );
         }
         let stencils: Vec<[u32; 4]> = (edges.iter())
             .map(|c| {
