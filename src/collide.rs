@@ -493,7 +493,7 @@ impl BodyCollider {
     /// `thickness_m + margin_m + motion_m[i]` of the surface (or inside it), appending to
     /// `out`. `motion_m` is how far the projection may carry each particle in this substep (m;
     /// the solver passes the largest predicted move among the particle and its neighbours); a
-    /// particle beyond its end gets none.
+    /// particle past the end of `motion_m` gets no such allowance.
     ///
     /// `x_prev` are the particles' positions at the start of the substep and `x` the predicted
     /// ones; the body is at the substep's end pose ([`Self::set_pose`]).
