@@ -1481,8 +1481,11 @@ impl Solver {
             p.x[pin.particle as usize] = pin.target_m;
         }
         // A particle's contacts must hold wherever the projection carries it in this substep;
-        // the constraints move it by about its own and its neighbours' predicted moves.
-        moves_of_neighbours(move2, &model.stretch, motion_m);
+        // the constraints move it by about its own and its neighbours' predicted moves. Only
+        // the body's contact search reads it.
+        if body.is_some() {
+            moves_of_neighbours(move2, &model.stretch, motion_m);
+        }
         times.predict += t.elapsed();
 
         // 3. Contacts.
