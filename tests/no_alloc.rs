@@ -52,12 +52,18 @@ static GLOBAL: Counting = Counting;
 /// frames here; inside a pool its work-stealing deques are reused.
 #[test]
 fn stepping_a_warm_solver_allocates_nothing() {
+    in_two_thread_pool(step_and_count);
+}
+
+/// Runs `f` in a two-thread rayon pool, this binary's tests taking turns (the counter is
+/// global).
+fn in_two_thread_pool(f: impl FnOnce() + Send) {
     let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(2)
         .build()
         .unwrap();
-    pool.install(step_and_count);
+    pool.install(f);
 }
 
 fn step_and_count() {
@@ -118,12 +124,7 @@ impl BodyMotion for Slide {
 /// updates) allocate nothing either.
 #[test]
 fn stepping_on_a_moving_body_allocates_nothing() {
-    let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(2)
-        .build()
-        .unwrap();
-    pool.install(|| {
+    in_two_thread_pool(|| {
         let dir = tempfile::tempdir().unwrap();
         let path = write_demo(dir.path(), DemoScene::SphereDrop, Some(32)).unwrap();
         let mut loaded = LoadedScene::load(&path).unwrap();
