@@ -181,7 +181,7 @@ impl BodyCollider {
     pub fn set_pose(&mut self, positions: &[Vec3]) -> Result<(), ColliderError> {
         self.stage_pose(positions)?;
         self.shape.set_vertices(&self.scratch);
-        self.refresh_normals();
+        self.refresh_surface();
         Ok(())
     }
 
@@ -197,7 +197,7 @@ impl BodyCollider {
                     name: "body (posed)".into(),
                     reason: e.to_string(),
                 })?;
-        self.refresh_normals();
+        self.refresh_surface();
         Ok(())
     }
 
@@ -259,18 +259,44 @@ impl BodyCollider {
         p.distance(c) - r - 1.0e-6
     }
 
-    /// Recomputes the pseudo-normals (closed body), vertex normals and bounding spheres for the
-    /// current vertices.
-    fn refresh_normals(&mut self) {
-        self.refresh_spheres();
-        if let Some(pn) = self.pseudo.as_mut() {
-            pn.update(self.shape.vertices(), self.shape.indices());
+    /// Recomputes, for the current vertices, everything derived from them: the triangles'
+    /// bounding spheres, the unit face normals and vertex pseudo-normals (closed body) and the
+    /// area-weighted unit vertex normals, in one pass over the triangles (each triangle's
+    /// cross product once; the sums are made in the same order as separate passes would).
+    fn refresh_surface(&mut self) {
+        let (v, indices) = (self.shape.vertices(), self.shape.indices());
+        self.spheres.clear();
+        self.normals.clear();
+        self.normals.resize(v.len(), Vec3::ZERO);
+        let mut pseudo = self.pseudo.as_mut();
+        if let Some(pn) = pseudo.as_deref_mut() {
+            pn.face.clear();
+            pn.vertex.clear();
+            pn.vertex.resize(v.len(), Vec3::ZERO);
         }
-        vertex_normals(
-            self.shape.vertices(),
-            self.shape.indices(),
-            &mut self.normals,
-        );
+        for (t, idx) in indices.iter().enumerate() {
+            let [a, b, c] = idx.map(|i| v[i as usize]);
+            let centre = (a + b + c) / 3.0;
+            let r2 = centre
+                .distance_squared(a)
+                .max(centre.distance_squared(b))
+                .max(centre.distance_squared(c));
+            self.spheres.push((centre, r2.sqrt()));
+            let n = (b - a).cross(c - a);
+            for &i in idx {
+                self.normals[i as usize] += n;
+            }
+            if let Some(pn) = pseudo.as_deref_mut() {
+                let unit = n.normalize_or_zero();
+                pn.face.push(unit);
+                for (&i, &w) in idx.iter().zip(&pn.angles[t]) {
+                    pn.vertex[i as usize] += unit * w;
+                }
+            }
+        }
+        for n in self.normals.iter_mut() {
+            *n = n.normalize_or_zero();
+        }
     }
 
     /// How far the surface point `point_m` of triangle `tri` moved since the previous pose
