@@ -128,6 +128,39 @@ impl Levels {
         Self { offsets }
     }
 
+    /// Sorts `items` by layer and, within a layer, into greedy colours, then into the levels
+    /// of that order ([`Self::new`]): the serial sweep of the sorted list, bit for bit.
+    /// `layer[p]` is particle `p`'s layer (its distance in edges from where the load comes in:
+    /// [`particle_layers`]); a constraint's layer is its particles' lowest.
+    ///
+    /// An order for meshes whose own order leaves no room for levels (a ring mesh, whose every
+    /// edge shares a vertex with the one before). A sweep in layer order still carries a
+    /// correction from layer to layer, from where the load comes in to the far end and back,
+    /// as the mesh's order does along its rows; only along a layer, across the direction the
+    /// load travels, is the order a colouring's.
+    pub fn layered<T: Copy, const K: usize>(
+        items: &mut Vec<T>,
+        particles: impl Fn(&T) -> [u32; K],
+        particle_count: usize,
+        layer: &[u32],
+    ) -> Self {
+        let layer_of = |c: &T| {
+            (particles(c).iter())
+                .map(|&p| layer.get(p as usize).copied().unwrap_or(u32::MAX))
+                .min()
+                .unwrap_or(u32::MAX)
+        };
+        items.sort_by_key(|c| layer_of(c));
+        let mut sorted = Vec::with_capacity(items.len());
+        for group in items.chunk_by(|a, b| layer_of(a) == layer_of(b)) {
+            let stencils: Vec<[u32; K]> = group.iter().map(&particles).collect();
+            let colouring = crate::batch::Coloring::greedy(&stencils, particle_count);
+            sorted.extend(colouring.apply(group));
+        }
+        *items = sorted;
+        Self::new(items, particles, particle_count)
+    }
+
     /// Sorts `items` into greedy colours (each particle index `< particle_count`): groups in
     /// which no two constraints share a particle, each group in the list's order, the first
     /// groups the largest (`batch::Coloring::greedy`). Projected like levels, but in another
@@ -164,6 +197,45 @@ impl Levels {
     pub fn count(&self) -> usize {
         self.offsets.len().saturating_sub(1)
     }
+}
+
+/// Each particle's layer: its distance in edges from the nearest of `seeds` (breadth first
+/// over `edges`). A part of the mesh that no seed reaches is layered from its lowest-numbered
+/// particle. Without seeds, the first particle seeds the first part.
+pub fn particle_layers(edges: &[[u32; 2]], seeds: &[u32], particle_count: usize) -> Vec<u32> {
+    let mut neighbours = vec![Vec::new(); particle_count];
+    for &[a, b] in edges {
+        if (a as usize) < particle_count && (b as usize) < particle_count && a != b {
+            neighbours[a as usize].push(b);
+            neighbours[b as usize].push(a);
+        }
+    }
+    let mut layer = vec![u32::MAX; particle_count];
+    let mut queue = std::collections::VecDeque::new();
+    let mut visit = |starts: &mut dyn Iterator<Item = u32>, layer: &mut Vec<u32>| {
+        for s in starts {
+            if layer.get(s as usize) == Some(&u32::MAX) {
+                layer[s as usize] = 0;
+                queue.push_back(s);
+            }
+        }
+        while let Some(p) = queue.pop_front() {
+            let next = layer[p as usize] + 1;
+            for &q in &neighbours[p as usize] {
+                if layer[q as usize] == u32::MAX {
+                    layer[q as usize] = next;
+                    queue.push_back(q);
+                }
+            }
+        }
+    };
+    visit(&mut seeds.iter().copied(), &mut layer);
+    for p in 0..particle_count as u32 {
+        if layer[p as usize] == u32::MAX {
+            visit(&mut std::iter::once(p), &mut layer);
+        }
+    }
+    layer
 }
 
 /// What one sweep over a kind counted.
@@ -1312,6 +1384,96 @@ mod tests {
             }
         }
         assert_eq!(sorted.len(), edges.len());
+    }
+
+    /// A skirt's ring mesh chains its edges in the mesh's order (no room for levels); in layers
+    /// from the waistband, coloured along each ring, the same edges fall into wide levels whose
+    /// projection is the serial sweep of the layered list, bit for bit, and whose forward sweep
+    /// meets the rings from the waistband down.
+    #[test]
+    fn layers_give_a_ring_mesh_wide_levels_that_sweep_from_the_load() {
+        let skirt = crate::shapes::skirt(&crate::shapes::SkirtParams {
+            rings: 16,
+            segments: 48,
+            ..Default::default()
+        });
+        let (rest, tris) = (&skirt.mesh.positions, &skirt.mesh.indices);
+        let n = rest.len();
+        let edges = grid_edges(tris, rest);
+        let mut in_order = edges.clone();
+        let narrow = Levels::new(&mut in_order, |c| c.particles, n);
+        assert!(
+            narrow.count() * MIN_LEVEL_WIDTH > edges.len(),
+            "{}",
+            narrow.count()
+        );
+
+        let pairs: Vec<[u32; 2]> = edges.iter().map(|c| c.particles).collect();
+        let layer = particle_layers(&pairs, &skirt.pinned, n);
+        assert!(skirt.pinned.iter().all(|&p| layer[p as usize] == 0));
+        assert_eq!(layer.iter().max(), Some(&15), "one layer per ring");
+        let mut sorted = edges.clone();
+        let levels = Levels::layered(&mut sorted, |c| c.particles, n, &layer);
+        assert!(
+            levels.count() * MIN_LEVEL_WIDTH <= edges.len(),
+            "{} levels for {} edges",
+            levels.count(),
+            edges.len()
+        );
+        let mut keys: Vec<[u32; 2]> = sorted.iter().map(|c| c.particles).collect();
+        keys.sort_unstable();
+        let mut want = pairs.clone();
+        want.sort_unstable();
+        assert_eq!(keys, want, "the same edges");
+        // Levels share no particle, and the forward sweep's layers never go back up by more
+        // than the colouring within a ring allows (one ring).
+        let edge_layer = |c: &Distance| c.particles.map(|p| layer[p as usize]).into_iter().min();
+        let mut deepest = 0;
+        for k in 0..levels.count() {
+            let mut used = std::collections::HashSet::new();
+            for c in &sorted[levels.offsets[k]..levels.offsets[k + 1]] {
+                assert!(c.particles.iter().all(|&p| used.insert(p)), "level {k}");
+                let l = edge_layer(c).unwrap();
+                assert!(l + 1 >= deepest, "level {k}: layer {l} after {deepest}");
+                deepest = deepest.max(l);
+            }
+        }
+        // The levelled projection is the serial sweep of the layered list.
+        let x0: Vec<Vec3> = (rest.iter().enumerate())
+            .map(|(i, p)| *p * (1.0 + 0.01 * (i % 7) as Real) + Vec3::Y * 0.001 * (i % 3) as Real)
+            .collect();
+        let w: Vec<Real> = (0..n)
+            .map(|i| if layer[i] == 0 { 0.0 } else { 1.0 })
+            .collect();
+        let h = 1.0 / 240.0;
+        let stretch = StretchPass {
+            omega: 1.0,
+            inv_h2: 1.0 / (h * h),
+            residual: false,
+        };
+        let (mut xs, mut ls) = (x0.clone(), vec![0.0; sorted.len()]);
+        let (mut xv, mut lv) = (x0.clone(), ls.clone());
+        for reverse in [false, true] {
+            let xss = SharedSlice::new(&mut xs);
+            let order: Vec<usize> = if reverse {
+                (0..sorted.len()).rev().collect()
+            } else {
+                (0..sorted.len()).collect()
+            };
+            for i in order {
+                stretch_one(xss, &w, &sorted[i], &mut ls[i], h, stretch);
+            }
+            let pass = Pass {
+                h,
+                reverse,
+                parallel: false,
+            };
+            let xvs = SharedSlice::new(&mut xv);
+            project_stretch(xvs, &w, &sorted, &mut lv, &levels, pass, stretch);
+        }
+        assert!(xs != x0, "the sweep moved nothing");
+        assert_eq!(xs, xv);
+        assert_eq!(ls, lv);
     }
 
     #[test]

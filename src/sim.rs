@@ -1058,7 +1058,10 @@ impl Solver {
                 && settings.stretch_solve == StretchSolve::Global);
         let edges = model.membrane == Membrane::Edges;
         let stretch_levels = (sweeping(settings.stretch_solve) && edges)
-            .then(|| Levels::if_wide(&mut model.stretch, |c| c.particles, n))
+            .then(|| {
+                Levels::if_wide(&mut model.stretch, |c| c.particles, n)
+                    .or_else(|| layered_if_wide(&mut model.stretch, &model.pins, &model.attach, n))
+            })
             .flatten();
         let span_levels = vector
             .then(|| Levels::if_wide(&mut model.span_limits, |c| c.particles, n))
@@ -1789,6 +1792,30 @@ impl Solver {
     }
 }
 
+/// The stretch in layers from where the load comes in ([`Levels::layered`]) when the mesh's own
+/// order has no room for levels: layered by distance in edges from the pinned and attached
+/// particles (or, with neither, from the first particle), kept when that order holds at least
+/// [`crate::levels::MIN_LEVEL_WIDTH`] edges per level on average; otherwise `None` and
+/// `stretch` untouched.
+fn layered_if_wide(
+    stretch: &mut Vec<Distance>,
+    pins: &[Pin],
+    attach: &[Attachment],
+    n: usize,
+) -> Option<Levels> {
+    let edges: Vec<[u32; 2]> = stretch.iter().map(|c| c.particles).collect();
+    let seeds: Vec<u32> = (pins.iter().map(|p| p.particle))
+        .chain(attach.iter().map(|a| a.particle))
+        .collect();
+    let layer = crate::levels::particle_layers(&edges, &seeds, n);
+    let mut sorted = stretch.clone();
+    let levels = Levels::layered(&mut sorted, |c| c.particles, n, &layer);
+    (sorted.len() >= crate::levels::MIN_LEVEL_WIDTH * levels.count()).then(|| {
+        *stretch = sorted;
+        levels
+    })
+}
+
 /// Projects the span limits once, forward or in reverse.
 fn project_span_limits(
     x: &mut [Vec3],
@@ -1973,6 +2000,58 @@ mod tests {
         assert_eq!(&out[2..], &[0.0, 0.0]);
     }
     use approx::assert_relative_eq;
+
+    /// A skirt's ring mesh, whose own order has no room for levels, gets its stretch in layers
+    /// from the pinned waistband, and a grid keeps its own order.
+    #[test]
+    fn a_ring_mesh_sweeps_its_stretch_in_layers_and_a_grid_in_its_own_order() {
+        let model = |mesh: &crate::mesh::Mesh, pinned: &[u32]| {
+            let topology = crate::mesh::Topology::new(mesh);
+            let cloth =
+                crate::material::build_cloth(mesh, &topology, &crate::material::Fabric::default());
+            let mut m = ClothModel::from_cloth(mesh.positions.clone(), cloth, 0.0, 0.0);
+            m.pins = (pinned.iter())
+                .map(|&p| Pin {
+                    particle: p,
+                    target_m: mesh.positions[p as usize],
+                })
+                .collect();
+            m
+        };
+        let skirt = crate::shapes::skirt(&crate::shapes::SkirtParams {
+            rings: 16,
+            segments: 48,
+            ..Default::default()
+        });
+        let m = model(&skirt.mesh, &skirt.pinned);
+        let first_edges: Vec<[u32; 2]> = m.stretch.iter().map(|c| c.particles).collect();
+        let s = Solver::new(SolverSettings::default(), m, None).unwrap();
+        let levels = s.stretch_levels.as_ref().expect("levelled");
+        assert!(levels.count() * crate::levels::MIN_LEVEL_WIDTH <= first_edges.len());
+        // The first level holds waistband edges (layer 0), pinned at both ends or one.
+        let waist = |p: u32| (p as usize) < 48;
+        let first = &s.model.stretch[..levels.offsets[1]];
+        assert!(first.iter().all(|c| c.particles.iter().any(|&p| waist(p))));
+
+        let grid = crate::shapes::grid_cloth(1.0, 32, 0.5);
+        let m = model(&grid, &[]);
+        // The levels of the mesh's own order.
+        let mut in_order = m.stretch.clone();
+        let own = Levels::new(&mut in_order, |c| c.particles, grid.positions.len());
+        let s = Solver::new(SolverSettings::default(), m, None).unwrap();
+        assert_eq!(
+            s.stretch_levels.as_ref().map(Levels::count),
+            Some(own.count())
+        );
+        assert_eq!(
+            in_order.iter().map(|c| c.particles).collect::<Vec<_>>(),
+            s.model
+                .stretch
+                .iter()
+                .map(|c| c.particles)
+                .collect::<Vec<_>>()
+        );
+    }
 
     fn pendulum(compliance: Real) -> ClothModel {
         ClothModel {
