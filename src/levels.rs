@@ -26,10 +26,12 @@
 //! Levels are only as wide as the order allows: a strip of triangles round a skirt's rings,
 //! each sharing a vertex with the one before, has one triangle per level. A kind whose levels
 //! hold fewer than [`MIN_LEVEL_WIDTH`] constraints on average is not levelled
-//! ([`Levels::if_wide`]): the solver projects its stretch and span limits one at a time, and its
-//! shear and bending in greedy colours ([`Levels::colours`]), groups that share no particle but
-//! come in another order than the list's (these two kinds do not carry the load along the
-//! cloth, so their order barely moves the result; docs/solver.md, "Vector sweeps").
+//! ([`Levels::if_wide`]): the solver levels its stretch in layers from the pinned particles
+//! instead ([`Levels::layered`]: a sweep that still runs from where the load comes in to the far
+//! end, coloured only along each layer), projects its span limits one at a time, and its shear
+//! and bending in greedy colours ([`Levels::colours`]), groups that share no particle but come
+//! in another order than the list's (these two kinds do not carry the load along the cloth, so
+//! their order barely moves the result; docs/solver.md, "Vector sweeps").
 //!
 //! # The same numbers
 //!
