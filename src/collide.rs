@@ -5,7 +5,7 @@
 //! Aanæs, *Signed distance computation using the angle weighted pseudonormal*, IEEE TVCG 2005)
 //! on Drape's own pseudo-normals: parry3d's `ORIENTED` flag computes the same, but recomputing
 //! them when a skinned body moves costs ten times the BVH refit (2.4 ms against 0.2 ms for
-//! CesiumMan's 4672 triangles), while [`PseudoNormals::update`] reuses precomputed adjacency.
+//! CesiumMan's 4672 triangles), while `BodyCollider::refresh_surface` reuses precomputed adjacency.
 //!
 //! A particle within `thickness + margin` of the surface gets a contact: the closest surface
 //! point `q` and a normal `n` pointing out of the body. The solver then keeps
@@ -146,8 +146,6 @@ impl BodyCollider {
         }
         let prev = welded.mesh.positions.clone();
         let travel = RegionTravel::new(&welded.mesh.positions, &welded.mesh.indices);
-        let mut normals = Vec::new();
-        vertex_normals(&welded.mesh.positions, &welded.mesh.indices, &mut normals);
         let shape = TriMesh::with_flags(
             welded.mesh.positions,
             welded.mesh.indices,
@@ -161,7 +159,7 @@ impl BodyCollider {
             shape,
             closed,
             pseudo,
-            normals,
+            normals: Vec::new(),
             source_of,
             source_count: mesh.positions.len(),
             scratch: Vec::with_capacity(prev.len()),
@@ -169,7 +167,7 @@ impl BodyCollider {
             travel,
             spheres: Vec::new(),
         }
-        .with_spheres())
+        .with_surface())
     }
 
     /// Moves the body to a new pose: `positions` are the body mesh's vertices (in the order of
@@ -223,24 +221,10 @@ impl BodyCollider {
         Ok(())
     }
 
-    fn with_spheres(mut self) -> Self {
-        self.refresh_spheres();
+    /// The collider with its [`Self::refresh_surface`] done.
+    fn with_surface(mut self) -> Self {
+        self.refresh_surface();
         self
-    }
-
-    /// Recomputes the triangles' bounding spheres for the current vertices.
-    fn refresh_spheres(&mut self) {
-        let v = self.shape.vertices();
-        self.spheres.clear();
-        self.spheres.extend(self.shape.indices().iter().map(|t| {
-            let [a, b, c] = t.map(|i| v[i as usize]);
-            let centre = (a + b + c) / 3.0;
-            let r2 = centre
-                .distance_squared(a)
-                .max(centre.distance_squared(b))
-                .max(centre.distance_squared(c));
-            (centre, r2.sqrt())
-        }));
     }
 
     /// The distance from `p` to collider triangle `tri` (m), by [`triangle_distance`].
@@ -949,28 +933,12 @@ impl PseudoNormals {
                 [angle(a, b, c), angle(b, c, a), angle(c, a, b)]
             })
             .collect();
-        let mut pn = Self {
+        // The normals themselves are filled by `BodyCollider::refresh_surface`.
+        Self {
             angles,
             across,
             face: Vec::new(),
             vertex: Vec::new(),
-        };
-        pn.update(vertices, indices);
-        pn
-    }
-
-    /// Recomputes the normals for new vertex positions (same triangles).
-    fn update(&mut self, vertices: &[Vec3], indices: &[[u32; 3]]) {
-        self.face.clear();
-        self.vertex.clear();
-        self.vertex.resize(vertices.len(), Vec3::ZERO);
-        for (idx, angles) in indices.iter().zip(&self.angles) {
-            let [a, b, c] = idx.map(|i| vertices[i as usize]);
-            let n = (b - a).cross(c - a).normalize_or_zero();
-            self.face.push(n);
-            for (&i, &w) in idx.iter().zip(angles) {
-                self.vertex[i as usize] += n * w;
-            }
         }
     }
 
@@ -1056,22 +1024,6 @@ impl BodyCollider {
         let (foot, frame) = anchor.frame(self);
         anchor.offset_m = frame.map(|e| e.dot(point - foot));
         anchor
-    }
-}
-
-/// Area-weighted unit vertex normals of a triangle mesh, into `out`.
-fn vertex_normals(vertices: &[Vec3], indices: &[[u32; 3]], out: &mut Vec<Vec3>) {
-    out.clear();
-    out.resize(vertices.len(), Vec3::ZERO);
-    for idx in indices {
-        let [a, b, c] = idx.map(|i| vertices[i as usize]);
-        let n = (b - a).cross(c - a);
-        for &i in idx {
-            out[i as usize] += n;
-        }
-    }
-    for n in out.iter_mut() {
-        *n = n.normalize_or_zero();
     }
 }
 
