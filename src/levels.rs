@@ -187,8 +187,31 @@ impl Levels {
         particles: impl Fn(&T) -> [u32; K],
         particle_count: usize,
     ) -> Option<Self> {
+        Self::kept_if_wide(items, |sorted| Self::new(sorted, particles, particle_count))
+    }
+
+    /// The layered levels of `items` ([`Self::layered`]), sorting `items` to match, when they
+    /// hold at least [`MIN_LEVEL_WIDTH`] constraints on average; otherwise `None`, `items`
+    /// untouched.
+    pub fn layered_if_wide<T: Copy, const K: usize>(
+        items: &mut Vec<T>,
+        particles: impl Fn(&T) -> [u32; K],
+        particle_count: usize,
+        layer: &[u32],
+    ) -> Option<Self> {
+        Self::kept_if_wide(items, |sorted| {
+            Self::layered(sorted, particles, particle_count, layer)
+        })
+    }
+
+    /// Sorts a copy of `items` by `sort` and keeps it, with its levels, when they hold at least
+    /// [`MIN_LEVEL_WIDTH`] constraints on average.
+    fn kept_if_wide<T: Copy>(
+        items: &mut Vec<T>,
+        sort: impl FnOnce(&mut Vec<T>) -> Self,
+    ) -> Option<Self> {
         let mut sorted = items.clone();
-        let levels = Self::new(&mut sorted, particles, particle_count);
+        let levels = sort(&mut sorted);
         (items.len() >= MIN_LEVEL_WIDTH * levels.count()).then(|| {
             *items = sorted;
             levels

@@ -1808,12 +1808,7 @@ fn layered_if_wide(
         .chain(attach.iter().map(|a| a.particle))
         .collect();
     let layer = crate::levels::particle_layers(&edges, &seeds, n);
-    let mut sorted = stretch.clone();
-    let levels = Levels::layered(&mut sorted, |c| c.particles, n, &layer);
-    (sorted.len() >= crate::levels::MIN_LEVEL_WIDTH * levels.count()).then(|| {
-        *stretch = sorted;
-        levels
-    })
+    Levels::layered_if_wide(stretch, |c| c.particles, n, &layer)
 }
 
 /// Projects the span limits once, forward or in reverse.
