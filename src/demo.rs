@@ -5,6 +5,8 @@
 //! - [`DemoScene::SphereDrop`]: the standard benchmark scene: a 1 m × 1 m cloth of N × N
 //!   vertices, horizontal at 0.5 m, above a UV sphere (64 segments, 32 rings) of radius 0.3 m
 //!   centred at the origin; 24 fps, 60 frames, the default fabric, no pins.
+//! - [`DemoScene::Walk`]: the mannequin walking in place (skinned and animated by
+//!   [`crate::walk`]) in the same skirt: two cycles of the walk after a half-second pre-roll.
 //! - [`write_fitted_skirt`]: any closed, Y-up character (skinned and animated or not) wearing a
 //!   skirt fitted to its waist ([`crate::fit`]), pinned to the body, with a one-second
 //!   pre-roll and the timeline of the body's animation, looping.
@@ -24,6 +26,9 @@ pub enum DemoScene {
     Default,
     /// Cloth dropped on a sphere (the standard benchmark scene).
     SphereDrop,
+    /// The mannequin walking in place ([`crate::walk`]) with the default skirt pinned at its
+    /// waist: an animated character whose hands clear its thighs.
+    Walk,
 }
 
 /// Smallest and largest grid sizes accepted for the sphere-drop cloth.
@@ -96,6 +101,7 @@ pub fn write_demo(dir: &Path, which: DemoScene, grid: Option<u32>) -> Result<Pat
         source,
     })?;
     let scene = match which {
+        DemoScene::Walk => return write_walk(dir, &SkirtParams::default()),
         DemoScene::SphereDrop => {
             let n = grid.unwrap_or(64);
             if !GRID_RANGE.contains(&n) {
@@ -136,6 +142,54 @@ pub fn write_demo(dir: &Path, which: DemoScene, grid: Option<u32>) -> Result<Pat
                 ..Default::default()
             }
         }
+    };
+    let path = dir.join("scene.ron");
+    scene.save(&path)?;
+    Ok(path)
+}
+
+/// Body file of a [`DemoScene::Walk`] scene, in its folder.
+pub const WALK_BODY_FILE: &str = "walking-mannequin.glb";
+/// Frames of a [`DemoScene::Walk`] scene: two steps cycles at 24 fps (2.4 s).
+pub const WALK_FRAMES: i32 = 58;
+/// Pre-roll frames of a [`DemoScene::Walk`] scene: the body blends from its rest pose into the
+/// walk's first pose over 0.5 s.
+pub const WALK_PREROLL_FRAMES: u32 = 12;
+
+/// Writes the walking mannequin ([`crate::walk`]) wearing a skirt (`params`; the default scene
+/// has [`SkirtParams::default`]) pinned at its waistband into `dir`: `walking-mannequin.glb`,
+/// `skirt.glb` and `scene.ron`, two cycles of the looping walk at 24 fps after a half-second
+/// pre-roll. Returns the scene path.
+pub fn write_walk(dir: &Path, params: &SkirtParams) -> Result<PathBuf, DemoError> {
+    std::fs::create_dir_all(dir).map_err(|source| DemoError::Folder {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    let body = crate::walk::WalkingMannequin::new();
+    crate::walk::write_walking_mannequin(&dir.join(WALK_BODY_FILE), &body)?;
+    let garment = skirt(params);
+    write_static_glb(&dir.join("skirt.glb"), &[&garment.mesh])?;
+    let scene = Scene {
+        name: "walk".into(),
+        body: Some(BodySpec {
+            path: WALK_BODY_FILE.into(),
+            playback: crate::body::Playback::Loop,
+            ..Default::default()
+        }),
+        garments: vec![GarmentSpec {
+            name: "skirt".into(),
+            path: "skirt.glb".into(),
+            pins: Pins::Vertices(garment.pinned),
+            ..Default::default()
+        }],
+        timeline: Timeline {
+            fps: 24.0,
+            start_frame: 1,
+            end_frame: Some(WALK_FRAMES),
+            preroll_frames: WALK_PREROLL_FRAMES,
+            ..Default::default()
+        },
+        ..Default::default()
     };
     let path = dir.join("scene.ron");
     scene.save(&path)?;

@@ -37,6 +37,7 @@ pub mod shapes;
 pub mod sim;
 pub mod stats;
 pub mod travel;
+pub mod walk;
 
 /// The crate version, as written into stats reports and exported files.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -150,6 +150,8 @@ enum DemoKind {
     /// A skirt fitted to the waist of the character given with --body, pinned to it, over the
     /// body's animation.
     FittedSkirt,
+    /// The mannequin walking in place (skinned and animated by Drape) in the default skirt.
+    Walk,
 }
 
 fn run_demo(
@@ -165,6 +167,9 @@ fn run_demo(
         }
         (DemoKind::Default, None, None) if waist_height.is_none() => {
             write_demo(dir, DemoScene::Default, None)
+        }
+        (DemoKind::Walk, None, None) if waist_height.is_none() => {
+            write_demo(dir, DemoScene::Walk, None)
         }
         (DemoKind::FittedSkirt, None, Some(body)) => {
             write_fitted_skirt(dir, body, &fitted_skirt_params(), waist_height)

@@ -405,6 +405,72 @@ fn leg(p: Vec3, side: Real) -> Real {
     smin(d, foot, 0.03)
 }
 
+/// The mannequin's parts for skinning ([`crate::walk`]): the distances (m) from `p` to the
+/// parts that move together, in the order of [`MannequinPart`]. Each leg is split at the knee
+/// (thigh; shin, calf and foot) and each arm is one part; the torso part holds the neck and the
+/// head. Like [`mannequin_sdf`], only the limbs of `p`'s own side are measured: the other
+/// side's are given as infinitely far.
+pub fn mannequin_part_distances(p: Vec3) -> [Real; MANNEQUIN_PARTS] {
+    let mut trunk = torso(p);
+    let neck = round_cone(
+        p,
+        Vec3::new(0.0, 1.42, -0.015),
+        Vec3::new(0.0, 1.56, 0.0),
+        0.056,
+        0.054,
+    );
+    trunk = trunk.min(neck);
+    trunk = trunk.min(ellipsoid(
+        p - Vec3::new(0.0, 1.585, 0.015),
+        Vec3::new(0.078, 0.112, 0.098),
+    ));
+    let side: Real = if p.x < 0.0 { -1.0 } else { 1.0 };
+    let hip = Vec3::new(side * 0.092, 0.86, -0.01);
+    let knee = Vec3::new(side * 0.112, MANNEQUIN_KNEE_HEIGHT_M, 0.0);
+    let ankle = Vec3::new(side * 0.13, 0.085, -0.015);
+    let thigh = round_cone(p, hip, knee, 0.085, 0.053);
+    let shin = round_cone(p, knee, ankle, 0.05, 0.035)
+        .min(ellipsoid(
+            p - Vec3::new(side * 0.118, 0.34, -0.022),
+            Vec3::new(0.046, 0.09, 0.048),
+        ))
+        .min(ellipsoid(
+            p - Vec3::new(side * 0.135, 0.04, 0.045),
+            Vec3::new(0.045, 0.04, 0.115),
+        ));
+    let arm = arm(p, side);
+    let far = Real::INFINITY;
+    let (thigh_l, shin_l, arm_l, thigh_r, shin_r, arm_r) = if side > 0.0 {
+        (thigh, shin, arm, far, far, far)
+    } else {
+        (far, far, far, thigh, shin, arm)
+    };
+    [trunk, thigh_l, shin_l, thigh_r, shin_r, arm_l, arm_r]
+}
+
+/// How many parts [`mannequin_part_distances`] measures.
+pub const MANNEQUIN_PARTS: usize = 7;
+
+/// The mannequin's parts, in the order of [`mannequin_part_distances`]. Its left is +X (it
+/// faces +Z).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MannequinPart {
+    /// Torso, neck and head.
+    Trunk,
+    /// Left thigh.
+    ThighLeft,
+    /// Left shin, calf and foot.
+    ShinLeft,
+    /// Right thigh.
+    ThighRight,
+    /// Right shin, calf and foot.
+    ShinRight,
+    /// Left arm and hand.
+    ArmLeft,
+    /// Right arm and hand.
+    ArmRight,
+}
+
 /// Signed distance (m) from `p` (m) to the mannequin's surface: negative inside.
 ///
 /// The mannequin is about [`MANNEQUIN_HEIGHT_M`] tall, stands on `y = 0` facing +Z with its legs

@@ -36,7 +36,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
-use crate::body::{Pose, Rig};
+use crate::body::{Pose, Quat, Rig};
 use crate::io::atomic::write_atomic_with;
 use crate::math::{Vec2, Vec3};
 use crate::mesh::{Mesh, MeshError};
@@ -165,6 +165,14 @@ pub enum GltfExportError {
         #[source]
         source: crate::paint::MapError,
     },
+    /// A skinned mesh's rig or animation does not fit its mesh ([`write_skinned_glb`]).
+    #[error("{}: {problem}", path.display())]
+    Skin {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        problem: String,
+    },
     /// The JSON chunk could not be serialised.
     #[error("{}: cannot encode the glTF JSON: {source}", path.display())]
     Json {
@@ -238,6 +246,207 @@ pub fn write_static_glb(path: &Path, meshes: &[&Mesh]) -> Result<(), GltfExportE
         animation: None,
     });
     b.write(path, &root)
+}
+
+/// One joint of a [`SkinnedMesh`].
+#[derive(Clone, Copy, Debug)]
+pub struct SkinJoint<'a> {
+    /// Node name.
+    pub name: &'a str,
+    /// The parent joint (an index into the joints, before this one), `None` for the root.
+    pub parent: Option<usize>,
+    /// Where the joint is at the bind pose (m, world space); no joint is rotated there.
+    pub origin_m: Vec3,
+}
+
+/// A mesh skinned to a hierarchy of joints, with one animation of their rotations, for
+/// [`write_skinned_glb`].
+#[derive(Clone, Copy, Debug)]
+pub struct SkinnedMesh<'a> {
+    /// The mesh at the bind pose (m).
+    pub mesh: &'a Mesh,
+    /// The joints, every parent before its children.
+    pub joints: &'a [SkinJoint<'a>],
+    /// Per vertex, four indices into `joints` …
+    pub vertex_joints: &'a [[u16; 4]],
+    /// … and their weights (each set summing to 1).
+    pub vertex_weights: &'a [[f32; 4]],
+    /// The animation's name.
+    pub animation: &'a str,
+    /// The key times (s), increasing.
+    pub times_s: &'a [f32],
+    /// `rotations[k][j]`: joint `j`'s rotation relative to its parent at `times_s[k]` (unit
+    /// quaternions; played back with LINEAR interpolation, i.e. slerp).
+    pub rotations: &'a [Vec<Quat>],
+}
+
+/// Writes a skinned, animated mesh as a `.glb`: the joints as a node hierarchy (translations
+/// only at the bind pose), one skin (inverse bind matrices: the joints' bind translations
+/// undone), the mesh (positions, normals, JOINTS_0, WEIGHTS_0) on a node of its own, and one
+/// animation with a LINEAR rotation channel per joint.
+///
+/// Fails, naming the file, when the rig does not fit the mesh: per-vertex arrays of another
+/// length, a joint index out of range, a parent after its child, weights that are negative or
+/// do not sum to 1, key times that are not finite and increasing, or a rotation that is not
+/// a finite unit quaternion.
+pub fn write_skinned_glb(path: &Path, skinned: &SkinnedMesh) -> Result<(), GltfExportError> {
+    let m = skinned.mesh;
+    check_mesh(path, m)?;
+    let problem = |problem: String| GltfExportError::Skin {
+        path: path.to_path_buf(),
+        problem,
+    };
+    check_skin(skinned).map_err(problem)?;
+    let n = m.positions.len();
+    let keys = skinned.times_s.len();
+    let joint_count = skinned.joints.len();
+    let estimate = static_bytes(m)
+        + (n as u64) * 24
+        + (joint_count as u64) * 64
+        + (keys as u64) * (4 + 16 * joint_count as u64);
+    check_size(path, estimate)?;
+    let mut b = Builder::with_capacity(estimate);
+    let normals = unit_normals(m);
+    let mut primitive = b.static_primitive(m, &normals);
+    primitive["attributes"]["JOINTS_0"] = json!(b.joints(skinned.vertex_joints));
+    let weights: Vec<f32> = skinned.vertex_weights.iter().flatten().copied().collect();
+    primitive["attributes"]["WEIGHTS_0"] = json!(b.floats(&weights, 4, "VEC4", Some(ARRAY_BUFFER)));
+    let ibm: Vec<f32> = (skinned.joints.iter())
+        .flat_map(|j| {
+            let o = j.origin_m;
+            [
+                1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, -o.x, -o.y, -o.z, 1.0,
+            ]
+        })
+        .collect();
+    let ibm = b.floats(&ibm, 16, "MAT4", None);
+    let mut nodes: Vec<Value> = (skinned.joints.iter())
+        .map(|j| {
+            let local = match j.parent {
+                Some(p) => j.origin_m - skinned.joints[p].origin_m,
+                None => j.origin_m,
+            };
+            named(json!({ "translation": local.to_array().map(num) }), j.name)
+        })
+        .collect();
+    for (k, j) in skinned.joints.iter().enumerate() {
+        if let Some(p) = j.parent {
+            let children = &mut nodes[p]["children"];
+            if children.is_null() {
+                *children = json!([]);
+            }
+            if let Some(c) = children.as_array_mut() {
+                c.push(json!(k));
+            }
+        }
+    }
+    let mesh_node = nodes.len();
+    nodes.push(named(json!({ "mesh": 0, "skin": 0 }), &m.name));
+    let input = b.scalars(skinned.times_s, true);
+    let mut samplers = Vec::with_capacity(joint_count);
+    let mut channels = Vec::with_capacity(joint_count);
+    for j in 0..joint_count {
+        let values: Vec<f32> = (skinned.rotations.iter())
+            .flat_map(|r| r[j].to_array())
+            .collect();
+        let output = b.floats(&values, 4, "VEC4", None);
+        samplers.push(json!({ "input": input, "output": output, "interpolation": "LINEAR" }));
+        channels.push(json!({ "sampler": j, "target": { "node": j, "path": "rotation" } }));
+    }
+    let root_joints: Vec<usize> = (0..joint_count)
+        .filter(|&j| skinned.joints[j].parent.is_none())
+        .collect();
+    let mut scene_nodes = root_joints.clone();
+    scene_nodes.push(mesh_node);
+    let mut skin = json!({
+        "joints": (0..joint_count).collect::<Vec<_>>(),
+        "inverseBindMatrices": ibm,
+    });
+    if let [root] = root_joints[..] {
+        skin["skeleton"] = json!(root);
+    }
+    let root = b.root(Document {
+        nodes,
+        scene_nodes,
+        meshes: vec![named(json!({ "primitives": [primitive] }), &m.name)],
+        skins: vec![skin],
+        animation: Some(named(
+            json!({ "samplers": samplers, "channels": channels }),
+            skinned.animation,
+        )),
+    });
+    b.write(path, &root)
+}
+
+/// What is wrong with a [`SkinnedMesh`]'s rig or animation, if anything.
+fn check_skin(s: &SkinnedMesh) -> Result<(), String> {
+    let n = s.mesh.positions.len();
+    let joints = s.joints.len();
+    if joints == 0 || joints > usize::from(u16::MAX) {
+        return Err(format!("a skin needs 1 to 65535 joints, not {joints}"));
+    }
+    if s.vertex_joints.len() != n || s.vertex_weights.len() != n {
+        return Err(format!(
+            "the mesh has {n} vertices but {} joint sets and {} weight sets",
+            s.vertex_joints.len(),
+            s.vertex_weights.len()
+        ));
+    }
+    for (k, j) in s.joints.iter().enumerate() {
+        if j.parent.is_some_and(|p| p >= k) {
+            return Err(format!("joint {k} ('{}') comes before its parent", j.name));
+        }
+        if !j.origin_m.is_finite() {
+            return Err(format!(
+                "joint {k} ('{}') is not at a finite position",
+                j.name
+            ));
+        }
+    }
+    for (v, (js, ws)) in s.vertex_joints.iter().zip(s.vertex_weights).enumerate() {
+        if js.iter().any(|&j| usize::from(j) >= joints) {
+            return Err(format!(
+                "vertex {v} names a joint past the {joints} of the skin"
+            ));
+        }
+        let sum: f32 = ws.iter().sum();
+        // A NaN weight is not finite, so it is caught too.
+        let valid = ws.iter().all(|w| w.is_finite() && *w >= 0.0) && (sum - 1.0).abs() <= 1.0e-5;
+        if !valid {
+            return Err(format!(
+                "vertex {v}'s weights {ws:?} are not non-negative numbers summing to 1"
+            ));
+        }
+    }
+    if s.times_s.is_empty() {
+        return Err("the animation has no keys".into());
+    }
+    if s.times_s.iter().any(|t| !t.is_finite()) || s.times_s.windows(2).any(|w| w[1] <= w[0]) {
+        return Err("the animation's key times are not finite and increasing".into());
+    }
+    if s.rotations.len() != s.times_s.len() {
+        return Err(format!(
+            "the animation has {} key times but {} sets of rotations",
+            s.times_s.len(),
+            s.rotations.len()
+        ));
+    }
+    for (k, r) in s.rotations.iter().enumerate() {
+        if r.len() != joints {
+            return Err(format!(
+                "key {k} has {} rotations for {joints} joints",
+                r.len()
+            ));
+        }
+        if r.iter()
+            .any(|q| !q.is_finite() || (q.length() - 1.0).abs() > 1.0e-4)
+        {
+            return Err(format!(
+                "key {k} has a rotation that is not a unit quaternion"
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// A mesh with its painted maps, for [`write_painted_glb`].
