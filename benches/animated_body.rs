@@ -10,14 +10,21 @@
 //! friction and the checks, all included; `sim_ms_per_frame` leaves the pre-roll out. Before timing, one bake prints ms per frame, the stage split and
 //! the constraint projections per second (contacts not counted), or why it failed.
 //!
-//! Run: `cargo bench --bench animated_body`.
+//! The same on the walking mannequin of `drape demo --scene walk` (made by Drape's own code,
+//! `drape::walk`: its hands pass well clear of its thighs, where CesiumMan's touch them and
+//! pinch the 10k skirt about half a second in), with its default skirt (1,536 vertices) and a
+//! 10,240-vertex one (64 rings × 160 segments): issue 8's 10k proxy on an animated body, over
+//! the whole 24 frames.
+//!
+//! Run: `cargo bench --bench animated_body` (`-- walking` times the mannequin only; the
+//! figures printed before the timing are for every scene).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use drape::bake::{bake, BakeOptions, LoadedScene};
-use drape::demo::{fitted_skirt_params, write_fitted_skirt};
+use drape::demo::{fitted_skirt_params, write_fitted_skirt, write_walk};
 use drape::shapes::SkirtParams;
 
 const FRAMES: u32 = 24;
@@ -35,9 +42,6 @@ fn load(params: &SkirtParams, dir: &Path) -> LoadedScene {
 }
 
 fn animated_body(c: &mut Criterion) {
-    let mut group = c.benchmark_group("cesium_man_skirt_10_substeps");
-    group.sample_size(10);
-    group.measurement_time(Duration::from_secs(30));
     let sizes = [
         ("768", fitted_skirt_params()),
         (
@@ -49,58 +53,94 @@ fn animated_body(c: &mut Criterion) {
             },
         ),
     ];
+    let mut group = c.benchmark_group("cesium_man_skirt_10_substeps");
+    group.sample_size(10);
+    group.measurement_time(Duration::from_secs(30));
     for (name, params) in sizes {
         let dir = tempfile::tempdir().expect("temp dir");
-        let loaded = load(&params, dir.path());
-        // A bake that fails (the 10k skirt is caught between CesiumMan's hand and thigh about
-        // half a second in) is timed over the frames before the failure instead: the first 12,
-        // else the first 6; the bench's name says how many.
-        let mut timed = None;
-        for frames in [FRAMES, FRAMES / 2, FRAMES / 4] {
-            let options = BakeOptions {
-                frames: Some(frames),
-                ..BakeOptions::default()
-            };
-            match bake(&loaded, &options) {
-                Ok(r) => {
-                    timed = Some((options, r));
-                    break;
-                }
-                Err(e) => eprintln!("{name}: the {frames}-frame bake failed: {e}"),
-            }
-        }
-        let Some((options, result)) = timed else {
-            eprintln!("{name}: not timed");
-            continue;
-        };
-        let frames = options.frames.unwrap_or(FRAMES);
-        let s = &result.stats;
-        let k = &s.constraints;
-        let per_sweep = (k.stretch + k.shear + k.bend + k.attach + k.tether) as f64;
-        let projections =
-            per_sweep * 2.0 * s.iterations as f64 * s.substeps as f64 * s.frames as f64;
-        let g = &s.stage_ms;
-        eprintln!(
-            "{name}: {} proxy vertices, {:.1} ms/frame ({:.1} simulated frames/s), {:.2e} constraint projections/s (contacts not counted); stages over the bake (ms): kinematics {:.0}, predict {:.0}, contacts {:.0}, project {:.0}, velocities {:.0}, check {:.0}; max stretch {:.1} %, rollbacks {}",
-            s.proxy_vertices,
-            s.sim_ms_per_frame,
-            1000.0 / s.sim_ms_per_frame,
-            projections / (s.sim_ms_per_frame * s.frames as f64 / 1000.0),
-            g.kinematics,
-            g.predict,
-            g.contacts,
-            g.project,
-            g.velocities,
-            g.check,
-            s.summary.max_stretch * 100.0,
-            s.summary.rollbacks,
-        );
-        let id = BenchmarkId::new(format!("bake_{frames}_frames"), name);
-        group.bench_with_input(id, &name, |b, _| {
-            b.iter(|| bake(&loaded, &options).expect("bake"))
-        });
+        time_bake(&mut group, name, &load(&params, dir.path()));
     }
     group.finish();
+
+    // The walking mannequin (`drape demo --scene walk`): its hands clear its thighs, so the
+    // 10k skirt bakes its 24 frames.
+    let sizes = [
+        ("1536", SkirtParams::default()),
+        (
+            "10k",
+            SkirtParams {
+                rings: 64,
+                segments: 160,
+                ..SkirtParams::default()
+            },
+        ),
+    ];
+    let mut group = c.benchmark_group("walking_mannequin_skirt_10_substeps");
+    group.sample_size(10);
+    group.measurement_time(Duration::from_secs(30));
+    for (name, params) in sizes {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let scene = write_walk(dir.path(), &params).expect("scene");
+        let mut loaded = LoadedScene::load(&scene).expect("scene loads");
+        loaded.scene.solver.substeps = SUBSTEPS;
+        time_bake(&mut group, name, &loaded);
+    }
+    group.finish();
+}
+
+/// Prints one bake's figures, then times bakes of `loaded` in `group`: 24 frames, or 12 or 6
+/// where the longer bake fails (the bench's name says how many).
+fn time_bake(
+    group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    name: &str,
+    loaded: &LoadedScene,
+) {
+    // A bake that fails (the 10k skirt is caught between CesiumMan's hand and thigh about
+    // half a second in) is timed over the frames before the failure instead: the first 12,
+    // else the first 6; the bench's name says how many.
+    let mut timed = None;
+    for frames in [FRAMES, FRAMES / 2, FRAMES / 4] {
+        let options = BakeOptions {
+            frames: Some(frames),
+            ..BakeOptions::default()
+        };
+        match bake(loaded, &options) {
+            Ok(r) => {
+                timed = Some((options, r));
+                break;
+            }
+            Err(e) => eprintln!("{name}: the {frames}-frame bake failed: {e}"),
+        }
+    }
+    let Some((options, result)) = timed else {
+        eprintln!("{name}: not timed");
+        return;
+    };
+    let frames = options.frames.unwrap_or(FRAMES);
+    let s = &result.stats;
+    let k = &s.constraints;
+    let per_sweep = (k.stretch + k.shear + k.bend + k.attach + k.tether) as f64;
+    let projections = per_sweep * 2.0 * s.iterations as f64 * s.substeps as f64 * s.frames as f64;
+    let g = &s.stage_ms;
+    eprintln!(
+        "{name}: {} proxy vertices, {:.1} ms/frame ({:.1} simulated frames/s), {:.2e} constraint projections/s (contacts not counted); stages over the bake (ms): kinematics {:.0}, predict {:.0}, contacts {:.0}, project {:.0}, velocities {:.0}, check {:.0}; max stretch {:.1} %, rollbacks {}",
+        s.proxy_vertices,
+        s.sim_ms_per_frame,
+        1000.0 / s.sim_ms_per_frame,
+        projections / (s.sim_ms_per_frame * s.frames as f64 / 1000.0),
+        g.kinematics,
+        g.predict,
+        g.contacts,
+        g.project,
+        g.velocities,
+        g.check,
+        s.summary.max_stretch * 100.0,
+        s.summary.rollbacks,
+    );
+    let id = BenchmarkId::new(format!("bake_{frames}_frames"), name);
+    group.bench_with_input(id, &name, |b, _| {
+        b.iter(|| bake(loaded, &options).expect("bake"))
+    });
 }
 
 criterion_group!(benches, animated_body);

@@ -127,15 +127,23 @@ impl BodyVertexContacts {
             cloth = (cloth.0.min(lo), cloth.1.max(hi));
             self.boxes.push((lo, hi));
         }
+        let normals = body.vertex_normals();
+        // Most of the body is nowhere near the cloth; when no sharp vertex is even within the
+        // cloth's box (a garment away from the hands), the hash is not built at all.
+        let near_cloth = |i: u32| {
+            let (v, n) = (vertices[i as usize], normals[i as usize]);
+            n != Vec3::ZERO && !(v.cmplt(cloth.0).any() || v.cmpgt(cloth.1).any())
+        };
+        if !self.sharp.iter().any(|&i| near_cloth(i)) {
+            return;
+        }
         self.hash
             .build(&self.boxes, extent_sum / triangles.len() as Real);
-        let normals = body.vertex_normals();
         let previous = body.previous_vertices();
         for &i in &self.sharp {
             let (v, n) = (vertices[i as usize], normals[i as usize]);
             let v0 = previous.get(i as usize).copied().unwrap_or(v);
-            // Most of the body is nowhere near the cloth.
-            if n == Vec3::ZERO || v.cmplt(cloth.0).any() || v.cmpgt(cloth.1).any() {
+            if !near_cloth(i) {
                 continue;
             }
             let query = (v, v);
