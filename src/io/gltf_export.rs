@@ -1021,6 +1021,101 @@ impl Builder {
 mod tests {
     use super::*;
 
+    /// A skinned mesh whose rig does not fit gets an error naming the file and the problem,
+    /// and writes nothing.
+    #[test]
+    fn skinned_export_rejects_rigs_that_do_not_fit() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("bad.glb");
+        let mesh = Mesh::new("tri", vec![Vec3::ZERO, Vec3::X, Vec3::Y], vec![[0, 1, 2]]);
+        let joints = [
+            SkinJoint {
+                name: "root",
+                parent: None,
+                origin_m: Vec3::ZERO,
+            },
+            SkinJoint {
+                name: "tip",
+                parent: Some(0),
+                origin_m: Vec3::X,
+            },
+        ];
+        let vj = [[0u16, 1, 0, 0]; 3];
+        let vw = [[0.5f32, 0.5, 0.0, 0.0]; 3];
+        let times = [0.0f32, 1.0];
+        let rotations = vec![vec![Quat::IDENTITY; 2]; 2];
+        let good = SkinnedMesh {
+            mesh: &mesh,
+            joints: &joints,
+            vertex_joints: &vj,
+            vertex_weights: &vw,
+            animation: "a",
+            times_s: &times,
+            rotations: &rotations,
+        };
+        write_skinned_glb(&path, &good).unwrap();
+        std::fs::remove_file(&path).unwrap();
+
+        let heavy = [[0.5f32, 0.6, 0.0, 0.0]; 3];
+        let far = [[0u16, 2, 0, 0]; 3];
+        let backwards = [
+            SkinJoint {
+                name: "tip",
+                parent: Some(1),
+                origin_m: Vec3::X,
+            },
+            SkinJoint {
+                name: "root",
+                parent: None,
+                origin_m: Vec3::ZERO,
+            },
+        ];
+        let unsorted = [1.0f32, 0.0];
+        let stretched = vec![vec![Quat::from_xyzw(0.0, 0.0, 0.0, 2.0); 2]; 2];
+        let cases: [(SkinnedMesh, &str); 5] = [
+            (
+                SkinnedMesh {
+                    vertex_weights: &heavy,
+                    ..good
+                },
+                "summing to 1",
+            ),
+            (
+                SkinnedMesh {
+                    vertex_joints: &far,
+                    ..good
+                },
+                "names a joint past",
+            ),
+            (
+                SkinnedMesh {
+                    joints: &backwards,
+                    ..good
+                },
+                "before its parent",
+            ),
+            (
+                SkinnedMesh {
+                    times_s: &unsorted,
+                    ..good
+                },
+                "finite and increasing",
+            ),
+            (
+                SkinnedMesh {
+                    rotations: &stretched,
+                    ..good
+                },
+                "unit quaternion",
+            ),
+        ];
+        for (bad, expected) in cases {
+            let e = write_skinned_glb(&path, &bad).unwrap_err().to_string();
+            assert!(e.contains("bad.glb") && e.contains(expected), "{e}");
+            assert!(!path.exists(), "{e}: a file was written");
+        }
+    }
+
     /// Regression (review): normals were computed on the unwelded render mesh, so every UV
     /// seam showed as a crease in every frame.
     #[test]
