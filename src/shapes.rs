@@ -363,10 +363,25 @@ fn torso(p: Vec3) -> Real {
     w.max_element().min(0.0) + w.max(Vec2::ZERO).length()
 }
 
+/// The centre of the mannequin's shoulder joint on `side` (+1 its left, at +X; −1 its right) (m).
+pub const fn mannequin_shoulder(side: Real) -> Vec3 {
+    Vec3::new(side * 0.185, 1.38, -0.01)
+}
+
+/// The centre of the mannequin's hip joint on `side` (m): the top of the thigh.
+pub const fn mannequin_hip(side: Real) -> Vec3 {
+    Vec3::new(side * 0.092, 0.86, -0.01)
+}
+
+/// The centre of the mannequin's knee joint on `side` (m).
+pub const fn mannequin_knee(side: Real) -> Vec3 {
+    Vec3::new(side * 0.112, MANNEQUIN_KNEE_HEIGHT_M, 0.0)
+}
+
 /// Signed distance to one arm (`side` = ±1): deltoid, upper arm, forearm and hand.
 fn arm(p: Vec3, side: Real) -> Real {
     let dir = Vec3::new(side * ARM_SIN, -ARM_COS, 0.0);
-    let shoulder = Vec3::new(side * 0.185, 1.38, -0.01);
+    let shoulder = mannequin_shoulder(side);
     let elbow = shoulder + dir * 0.28;
     let wrist = elbow + dir * 0.25;
     let hand = wrist + dir * 0.085;
@@ -385,10 +400,10 @@ fn arm(p: Vec3, side: Real) -> Real {
     smin(d, palm, 0.02)
 }
 
-/// Signed distance to one leg (`side` = ±1): thigh, shin, calf and foot.
-fn leg(p: Vec3, side: Real) -> Real {
-    let hip = Vec3::new(side * 0.092, 0.86, -0.01);
-    let knee = Vec3::new(side * 0.112, MANNEQUIN_KNEE_HEIGHT_M, 0.0);
+/// The signed distances to one leg's parts (`side` = ±1): the thigh, then the shin, calf and
+/// foot below the knee.
+fn leg_parts(p: Vec3, side: Real) -> (Real, [Real; 3]) {
+    let (hip, knee) = (mannequin_hip(side), mannequin_knee(side));
     let ankle = Vec3::new(side * 0.13, 0.085, -0.015);
     let thigh = round_cone(p, hip, knee, 0.085, 0.053);
     let shin = round_cone(p, knee, ankle, 0.05, 0.035);
@@ -400,9 +415,34 @@ fn leg(p: Vec3, side: Real) -> Real {
         p - Vec3::new(side * 0.135, 0.04, 0.045),
         Vec3::new(0.045, 0.04, 0.115),
     );
+    (thigh, [shin, calf, foot])
+}
+
+/// Signed distance to one leg (`side` = ±1): thigh, shin, calf and foot.
+fn leg(p: Vec3, side: Real) -> Real {
+    let (thigh, [shin, calf, foot]) = leg_parts(p, side);
     let d = smin(thigh, shin, 0.03);
     let d = smin(d, calf, 0.03);
     smin(d, foot, 0.03)
+}
+
+/// Signed distance to the neck.
+fn neck(p: Vec3) -> Real {
+    round_cone(
+        p,
+        Vec3::new(0.0, 1.42, -0.015),
+        Vec3::new(0.0, 1.56, 0.0),
+        0.056,
+        0.054,
+    )
+}
+
+/// Signed distance to the head (without the nose).
+fn head(p: Vec3) -> Real {
+    ellipsoid(
+        p - Vec3::new(0.0, 1.585, 0.015),
+        Vec3::new(0.078, 0.112, 0.098),
+    )
 }
 
 /// The mannequin's parts for skinning ([`crate::walk`]): the distances (m) from `p` to the
@@ -411,33 +451,10 @@ fn leg(p: Vec3, side: Real) -> Real {
 /// head. Like [`mannequin_sdf`], only the limbs of `p`'s own side are measured: the other
 /// side's are given as infinitely far.
 pub fn mannequin_part_distances(p: Vec3) -> [Real; MANNEQUIN_PARTS] {
-    let mut trunk = torso(p);
-    let neck = round_cone(
-        p,
-        Vec3::new(0.0, 1.42, -0.015),
-        Vec3::new(0.0, 1.56, 0.0),
-        0.056,
-        0.054,
-    );
-    trunk = trunk.min(neck);
-    trunk = trunk.min(ellipsoid(
-        p - Vec3::new(0.0, 1.585, 0.015),
-        Vec3::new(0.078, 0.112, 0.098),
-    ));
+    let trunk = torso(p).min(neck(p)).min(head(p));
     let side: Real = if p.x < 0.0 { -1.0 } else { 1.0 };
-    let hip = Vec3::new(side * 0.092, 0.86, -0.01);
-    let knee = Vec3::new(side * 0.112, MANNEQUIN_KNEE_HEIGHT_M, 0.0);
-    let ankle = Vec3::new(side * 0.13, 0.085, -0.015);
-    let thigh = round_cone(p, hip, knee, 0.085, 0.053);
-    let shin = round_cone(p, knee, ankle, 0.05, 0.035)
-        .min(ellipsoid(
-            p - Vec3::new(side * 0.118, 0.34, -0.022),
-            Vec3::new(0.046, 0.09, 0.048),
-        ))
-        .min(ellipsoid(
-            p - Vec3::new(side * 0.135, 0.04, 0.045),
-            Vec3::new(0.045, 0.04, 0.115),
-        ));
+    let (thigh, [shin, calf, foot]) = leg_parts(p, side);
+    let shin = shin.min(calf).min(foot);
     let arm = arm(p, side);
     let far = Real::INFINITY;
     let (thigh_l, shin_l, arm_l, thigh_r, shin_r, arm_r) = if side > 0.0 {
@@ -479,19 +496,8 @@ pub enum MannequinPart {
 /// only an estimate, but its sign is always right.
 pub fn mannequin_sdf(p: Vec3) -> Real {
     let mut d = torso(p);
-    let neck = round_cone(
-        p,
-        Vec3::new(0.0, 1.42, -0.015),
-        Vec3::new(0.0, 1.56, 0.0),
-        0.056,
-        0.054,
-    );
-    d = smin(d, neck, 0.04);
-    let head = ellipsoid(
-        p - Vec3::new(0.0, 1.585, 0.015),
-        Vec3::new(0.078, 0.112, 0.098),
-    );
-    d = smin(d, head, 0.03);
+    d = smin(d, neck(p), 0.04);
+    d = smin(d, head(p), 0.03);
     let nose = ellipsoid(
         p - Vec3::new(0.0, 1.575, 0.108),
         Vec3::new(0.016, 0.028, 0.024),

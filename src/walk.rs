@@ -49,8 +49,8 @@ use crate::io::gltf_export::{write_skinned_glb, GltfExportError, SkinJoint, Skin
 use crate::math::{Real, Vec3};
 use crate::mesh::Mesh;
 use crate::shapes::{
-    mannequin_part_distances, mannequin_with_cell, MannequinPart, MANNEQUIN_KNEE_HEIGHT_M,
-    MANNEQUIN_PARTS,
+    mannequin_hip, mannequin_knee, mannequin_part_distances, mannequin_shoulder,
+    mannequin_with_cell, MannequinPart, MANNEQUIN_PARTS,
 };
 use crate::sim::BodyMotion;
 
@@ -95,32 +95,32 @@ pub const WALK_JOINTS: [WalkJoint; WALK_JOINT_COUNT] = [
     WalkJoint {
         name: "hip_left",
         parent: Some(0),
-        origin_m: Vec3::new(0.092, 0.86, -0.01),
+        origin_m: mannequin_hip(1.0),
     },
     WalkJoint {
         name: "knee_left",
         parent: Some(1),
-        origin_m: Vec3::new(0.112, MANNEQUIN_KNEE_HEIGHT_M, 0.0),
+        origin_m: mannequin_knee(1.0),
     },
     WalkJoint {
         name: "hip_right",
         parent: Some(0),
-        origin_m: Vec3::new(-0.092, 0.86, -0.01),
+        origin_m: mannequin_hip(-1.0),
     },
     WalkJoint {
         name: "knee_right",
         parent: Some(3),
-        origin_m: Vec3::new(-0.112, MANNEQUIN_KNEE_HEIGHT_M, 0.0),
+        origin_m: mannequin_knee(-1.0),
     },
     WalkJoint {
         name: "shoulder_left",
         parent: Some(0),
-        origin_m: Vec3::new(0.185, 1.38, -0.01),
+        origin_m: mannequin_shoulder(1.0),
     },
     WalkJoint {
         name: "shoulder_right",
         parent: Some(0),
-        origin_m: Vec3::new(-0.185, 1.38, -0.01),
+        origin_m: mannequin_shoulder(-1.0),
     },
 ];
 

@@ -103,19 +103,7 @@ fn skirt_on_walking_cesium_man_tracks_pins_and_exports() {
 
     // Export through the CLI's own path, validate, and inspect.
     let out = dir.path().join("cesium.glb");
-    drape::io::gltf_export::write_bake_glb(
-        &out,
-        &drape::io::gltf_export::BakeExport {
-            garment: &result.render_mesh,
-            frames: &result.frames,
-            fps: result.fps,
-            body: Some(drape::io::gltf_export::BodyExport::Animated {
-                rig,
-                poses: &result.body_poses,
-            }),
-        },
-    )
-    .unwrap();
+    common::write_animated_bake(&out, &result, rig);
     let report = common::validate_gltf(&out);
     assert_eq!(report.errors, 0, "{:?}", report.messages);
     let inspect = Command::new(env!("CARGO_BIN_EXE_drape"))

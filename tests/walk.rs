@@ -103,19 +103,7 @@ fn skirt_on_the_walking_mannequin_bakes_two_cycles_cleanly() {
 
     let rig = &loaded.body.as_ref().unwrap().rig;
     let out = dir.path().join("walk.glb");
-    drape::io::gltf_export::write_bake_glb(
-        &out,
-        &drape::io::gltf_export::BakeExport {
-            garment: &result.render_mesh,
-            frames: &result.frames,
-            fps: result.fps,
-            body: Some(drape::io::gltf_export::BodyExport::Animated {
-                rig,
-                poses: &result.body_poses,
-            }),
-        },
-    )
-    .unwrap();
+    common::write_animated_bake(&out, &result, rig);
     let report = common::validate_gltf(&out);
     assert_eq!(report.errors, 0, "{:?}", report.messages);
     let info = drape::io::inspect::inspect(&out).unwrap();

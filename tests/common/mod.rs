@@ -170,3 +170,21 @@ pub fn read_glb(path: &Path) -> (gltf::Document, Vec<Vec<u8>>) {
         .collect();
     (document, buffers)
 }
+
+/// Writes a bake with its animated body as `drape bake` does (the garment's morph animation
+/// and the rig's skin and poses), for the tests that validate and inspect the export.
+pub fn write_animated_bake(path: &Path, result: &drape::bake::BakeResult, rig: &drape::body::Rig) {
+    drape::io::gltf_export::write_bake_glb(
+        path,
+        &drape::io::gltf_export::BakeExport {
+            garment: &result.render_mesh,
+            frames: &result.frames,
+            fps: result.fps,
+            body: Some(drape::io::gltf_export::BodyExport::Animated {
+                rig,
+                poses: &result.body_poses,
+            }),
+        },
+    )
+    .unwrap();
+}
