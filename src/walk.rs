@@ -14,9 +14,10 @@
 //!
 //! # Rig
 //!
-//! Seven joints, one per [`MannequinPart`] (in that order, so part `j` follows joint `j`):
-//! the pelvis (the root: torso, neck and head), each hip (the thigh), each knee (shin, calf and
-//! foot) and each shoulder (the whole arm). The skin weights come from the parts' distances:
+//! Seven joints, one per [`crate::shapes::MannequinPart`] (in that order, so part `j` follows
+//! joint `j`): the pelvis (the root: torso, neck and head), each hip (the thigh), each knee
+//! (shin, calf and foot) and each shoulder (the whole arm). The skin weights come from the
+//! parts' distances:
 //!
 //! ```text
 //! w_j ∝ exp(−(d_j − d_min) / σ),   σ = SKIN_BLEND_M
@@ -50,9 +51,8 @@ use crate::math::{Real, Vec3};
 use crate::mesh::Mesh;
 use crate::shapes::{
     mannequin_hip, mannequin_knee, mannequin_part_distances, mannequin_shoulder,
-    mannequin_with_cell, MannequinPart, MANNEQUIN_PARTS,
+    mannequin_with_cell, MANNEQUIN_PARTS,
 };
-use crate::sim::BodyMotion;
 
 /// One step cycle (left foot forward, back, forward again) (s).
 pub const WALK_PERIOD_S: f32 = 1.2;
@@ -85,7 +85,8 @@ pub struct WalkJoint {
     pub origin_m: Vec3,
 }
 
-/// The rig's joints, in the order of [`MannequinPart`]; every parent before its children.
+/// The rig's joints, in the order of [`crate::shapes::MannequinPart`]; every parent before its
+/// children.
 pub const WALK_JOINTS: [WalkJoint; WALK_JOINT_COUNT] = [
     WalkJoint {
         name: "pelvis",
@@ -234,13 +235,6 @@ pub fn write_walking_mannequin(
     )
 }
 
-/// The body motion of a [`WalkingMannequin`] for the solver ([`crate::sim::Solver::set_body_motion`]).
-impl BodyMotion for WalkingMannequin {
-    fn pose_at(&mut self, time_s: f64, out: &mut Vec<Vec3>) {
-        self.pose(time_s as f32, out);
-    }
-}
-
 /// A vertex's four joints and weights ([`SKIN_BLEND_M`]; see the module docs); influences under
 /// a thousandth of the largest are left out, and unused slots hold joint 0 with weight 0.
 fn skin_weights(p: Vec3) -> ([u16; 4], [f32; 4]) {
@@ -315,11 +309,6 @@ fn world_transforms(local: &[Quat; WALK_JOINT_COUNT]) -> [(Quat, Vec3); WALK_JOI
         };
     }
     world
-}
-
-/// Which joint moves each part: the part's own (see the module docs).
-pub fn joint_of(part: MannequinPart) -> usize {
-    part as usize
 }
 
 #[cfg(test)]
