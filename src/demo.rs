@@ -150,7 +150,7 @@ pub fn write_demo(dir: &Path, which: DemoScene, grid: Option<u32>) -> Result<Pat
 
 /// Body file of a [`DemoScene::Walk`] scene, in its folder.
 pub const WALK_BODY_FILE: &str = "walking-mannequin.glb";
-/// Frames of a [`DemoScene::Walk`] scene: two steps cycles at 24 fps (2.4 s).
+/// Frames of a [`DemoScene::Walk`] scene: two walk cycles at 24 fps (2.4 s).
 pub const WALK_FRAMES: i32 = 58;
 /// Pre-roll frames of a [`DemoScene::Walk`] scene: the body blends from its rest pose into the
 /// walk's first pose over 0.5 s.

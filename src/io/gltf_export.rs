@@ -1,4 +1,5 @@
-//! Writing binary glTF 2.0 (`.glb`): static meshes, and the baked garment as morph targets.
+//! Writing binary glTF 2.0 (`.glb`): static meshes, skinned meshes, and the baked garment as
+//! morph targets.
 //!
 //! The file is written by hand: the binary chunk is filled straight into one `Vec<u8>`, and the
 //! JSON chunk is built with `serde_json`. Every accessor gets its own buffer view (4-byte aligned,
@@ -28,6 +29,11 @@
 //!   (the layout is in the [`body`] module docs): its node hierarchy, one skinned mesh per body
 //!   part, its skins, and channels added to the same `drape_bake` animation, keyed at the same
 //!   times `t_k`, so that one animation plays the whole shot.
+//!
+//! [`write_skinned_glb`] writes a skinned mesh with one animation of its joints' rotations
+//! (Drape's own walking mannequin, [`crate::walk`]): the joints as nodes translated to their
+//! bind positions, one skin whose inverse bind matrices undo those translations, and a LINEAR
+//! rotation channel per joint.
 //!
 //! Files are written atomically ([`write_atomic_with`]).
 
