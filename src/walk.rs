@@ -29,8 +29,8 @@
 //!
 //! # Gait
 //!
-//! With `s = 2π t / WALK_PERIOD_S` and every amplitude eased in over the first
-//! [`WALK_RAMP_S`] (a smoothstep, so the walk starts from the rest pose at rest):
+//! With `s = 2π t / WALK_PERIOD_S` ([`steady_rotations`]; a bake's pre-roll blends the body
+//! from its rest pose into the first of these poses):
 //!
 //! ```text
 //! hip flexion (left)      = HIP_SWING · sin s            (right: −sin s)
@@ -56,8 +56,6 @@ use crate::shapes::{
 
 /// One step cycle (left foot forward, back, forward again) (s).
 pub const WALK_PERIOD_S: f32 = 1.2;
-/// The walk's amplitudes grow from 0 to full over this long from `t = 0` (s).
-pub const WALK_RAMP_S: f32 = 0.5;
 /// Largest hip flexion, forward and back (degrees).
 pub const HIP_SWING_DEG: f32 = 15.0;
 /// Largest knee flexion (degrees).
@@ -165,12 +163,6 @@ impl WalkingMannequin {
         }
     }
 
-    /// Writes the mesh's vertices at time `t_s` (s) of the walk, eased in from the rest pose
-    /// ([`local_rotations`]), into `out`.
-    pub fn pose(&self, t_s: f32, out: &mut Vec<Vec3>) {
-        self.skin(&local_rotations(t_s), out);
-    }
-
     /// Writes the mesh's vertices with the joints at `local` (rotations relative to their
     /// parents) into `out`: linear blend skinning.
     pub fn skin(&self, local: &[Quat; WALK_JOINT_COUNT], out: &mut Vec<Vec3>) {
@@ -260,24 +252,12 @@ fn skin_weights(p: Vec3) -> ([u16; 4], [f32; 4]) {
     (joints, weights)
 }
 
-/// Each joint's rotation relative to its parent at time `t_s` (s) of the walk, eased in from
-/// the rest pose over [`WALK_RAMP_S`].
-pub fn local_rotations(t_s: f32) -> [Quat; WALK_JOINT_COUNT] {
-    let ramp = (t_s / WALK_RAMP_S).clamp(0.0, 1.0);
-    gait(t_s, ramp * ramp * (3.0 - 2.0 * ramp))
-}
-
-/// Each joint's rotation relative to its parent at time `t_s` (s) of the steady walk (the cycle
-/// the glTF animation holds, [`write_walking_mannequin`]).
+/// Each joint's rotation relative to its parent at time `t_s` (s) of the walk (module docs): the
+/// cycle the glTF animation holds ([`write_walking_mannequin`]).
 pub fn steady_rotations(t_s: f32) -> [Quat; WALK_JOINT_COUNT] {
-    gait(t_s, 1.0)
-}
-
-/// The gait at time `t_s` (s) with every amplitude scaled by `ease` (module docs).
-fn gait(t_s: f32, ease: f32) -> [Quat; WALK_JOINT_COUNT] {
     let s = TAU * t_s / WALK_PERIOD_S;
     let (sin, cos) = s.sin_cos();
-    let deg = |a: f32| ease * a.to_radians();
+    let deg = |a: f32| a.to_radians();
     let flex = |a: f32| Quat::from_rotation_x(-a);
     let hip_l = deg(HIP_SWING_DEG) * sin;
     let knee_l = deg(KNEE_FLEX_DEG) * (0.5 * (1.0 + cos)).powi(2);
@@ -295,7 +275,7 @@ fn gait(t_s: f32, ease: f32) -> [Quat; WALK_JOINT_COUNT] {
 }
 
 /// Each joint's rotation and position in world space, from the rotations relative to the
-/// parents ([`local_rotations`]).
+/// parents ([`steady_rotations`]).
 fn world_transforms(local: &[Quat; WALK_JOINT_COUNT]) -> [(Quat, Vec3); WALK_JOINT_COUNT] {
     let mut world = [(Quat::IDENTITY, Vec3::ZERO); WALK_JOINT_COUNT];
     for (j, joint) in WALK_JOINTS.iter().enumerate() {
@@ -372,10 +352,10 @@ mod tests {
     }
 
     #[test]
-    fn rest_pose_at_time_zero_and_limbs_move_by_their_joints() {
+    fn bind_pose_is_the_rest_mesh_and_limbs_move_by_their_joints() {
         let w = WalkingMannequin::new();
         let mut out = Vec::new();
-        w.pose(0.0, &mut out);
+        w.skin(&[Quat::IDENTITY; WALK_JOINT_COUNT], &mut out);
         let rest_error = (out.iter().zip(&w.mesh.positions))
             .map(|(a, b)| a.distance(*b))
             .fold(0.0, Real::max);
