@@ -371,3 +371,87 @@ fn a_rail_narrower_than_the_cloth_edges_carries_the_cloth() {
         "with: the rows beside the rail are at z = {with:.3} m, behind the rail at 0.1 m"
     );
 }
+
+/// A still body that records, each time it is posed, which of rayon's threads posed it (`None`
+/// for a thread outside the pool).
+struct RecordThread {
+    rest: Vec<Vec3>,
+    seen: std::sync::Arc<std::sync::Mutex<Vec<Option<usize>>>>,
+}
+
+impl BodyMotion for RecordThread {
+    fn pose_at(&mut self, _time_s: f64, out: &mut Vec<Vec3>) {
+        self.seen
+            .lock()
+            .unwrap()
+            .push(rayon::current_thread_index());
+        out.clear();
+        out.extend_from_slice(&self.rest);
+    }
+}
+
+/// With `parallel`, a frame runs on one of rayon's threads even when stepped from a thread
+/// outside the pool (so its parallel loops start inside the pool, docs/solver.md), and gives the
+/// same positions bit for bit as the serial solver; without, it runs on the caller's thread.
+#[test]
+fn a_parallel_frame_runs_inside_rayon_and_matches_the_serial_one() {
+    let (cloth, top) = hanging_cloth(0.3, 13, 0.5);
+    let sphere = uv_sphere(0.1, 24, 12);
+    let step = |parallel: bool| {
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let settings = SolverSettings {
+            substeps: 4,
+            parallel,
+            ..Default::default()
+        };
+        let body = BodyCollider::new(&sphere).unwrap();
+        let mut solver = Solver::new(settings, model_of(&cloth, &top), Some(body)).unwrap();
+        let rest = sphere
+            .positions
+            .iter()
+            .map(|&p| p + Vec3::new(0.0, 0.3, 0.08));
+        solver
+            .set_body_motion(Box::new(RecordThread {
+                rest: rest.collect(),
+                seen: seen.clone(),
+            }))
+            .unwrap();
+        // Setting the motion poses the body once, on this thread; only the frames count.
+        seen.lock().unwrap().clear();
+        // A thread of its own: the test harness's thread could be anything.
+        let x = std::thread::scope(|s| {
+            s.spawn(|| {
+                for _ in 0..6 {
+                    solver.step_frame(1.0 / 24.0).unwrap();
+                }
+                solver.particles().x.clone()
+            })
+            .join()
+            .unwrap()
+        });
+        let seen = seen.lock().unwrap().clone();
+        (x, seen)
+    };
+    let (x_parallel, on_parallel) = step(true);
+    let (x_serial, on_serial) = step(false);
+    assert_eq!(on_parallel.len(), on_serial.len());
+    assert!(on_parallel.len() >= 24, "posed {} times", on_parallel.len());
+    assert!(
+        on_parallel.iter().all(Option::is_some),
+        "a parallel frame ran outside rayon's pool: {on_parallel:?}"
+    );
+    assert!(
+        on_serial.iter().all(Option::is_none),
+        "a serial frame ran on rayon's pool: {on_serial:?}"
+    );
+    let bits = |x: &[Vec3]| {
+        x.iter()
+            .map(|p| p.to_array().map(f32::to_bits))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(bits(&x_parallel), bits(&x_serial));
+    assert!(x_serial
+        .iter()
+        .zip(&cloth.positions)
+        .any(|(a, b)| a.distance(*b) > 1.0e-3));
+}
