@@ -1323,9 +1323,10 @@ impl Solver {
     ///
     /// With `settings.parallel` the frame runs on one of rayon's threads (the caller waits),
     /// so that the stages' parallel loops start from inside the thread pool: from outside it,
-    /// each one is queued for the pool and the caller sleeps until it is done, which cost
-    /// about 16 µs per loop on the 2-core development machine against 3 µs from inside
-    /// (docs/benchmarks.md, stop 24). The same numbers either way.
+    /// each one is queued for the pool and the caller sleeps until it is done, which added
+    /// about 16 µs to each loop on the 2-core development machine against 3 µs from inside
+    /// (docs/benchmarks.md, stop 24). The same numbers either way; a frame stepped from one of
+    /// rayon's threads already runs where it is.
     pub fn step_frame(&mut self, dt_frame_s: Real) -> Result<FrameReport, SimError> {
         if self.settings.parallel {
             return rayon::scope(|_| self.step_frame_here(dt_frame_s));
