@@ -128,24 +128,21 @@ impl BodyVertexContacts {
             self.boxes.push((lo, hi));
         }
         let normals = body.vertex_normals();
-        // Most of the body is nowhere near the cloth; when no sharp vertex is even within the
-        // cloth's box (a garment away from the hands), the hash is not built at all.
-        let near_cloth = |i: u32| {
-            let (v, n) = (vertices[i as usize], normals[i as usize]);
-            n != Vec3::ZERO && !(v.cmplt(cloth.0).any() || v.cmpgt(cloth.1).any())
-        };
-        if !self.sharp.iter().any(|&i| near_cloth(i)) {
-            return;
-        }
-        self.hash
-            .build(&self.boxes, extent_sum / triangles.len() as Real);
         let previous = body.previous_vertices();
+        // The hash is built at the first sharp vertex within the cloth's box: most of the body
+        // is nowhere near the cloth, and a garment away from the hands needs no hash at all.
+        let mut hashed = false;
         for &i in &self.sharp {
             let (v, n) = (vertices[i as usize], normals[i as usize]);
-            let v0 = previous.get(i as usize).copied().unwrap_or(v);
-            if !near_cloth(i) {
+            if n == Vec3::ZERO || v.cmplt(cloth.0).any() || v.cmpgt(cloth.1).any() {
                 continue;
             }
+            if !hashed {
+                self.hash
+                    .build(&self.boxes, extent_sum / triangles.len() as Real);
+                hashed = true;
+            }
+            let v0 = previous.get(i as usize).copied().unwrap_or(v);
             let query = (v, v);
             let contacts = &mut self.contacts;
             // Whether the vertex is buried in another part of the body (a hand sunk into the
