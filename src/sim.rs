@@ -707,6 +707,9 @@ pub struct Solver {
     bend_levels: Option<Levels>,
     stretch_levels: Option<Levels>,
     span_levels: Option<Levels>,
+    /// Whether the tethers can be projected in any order, or at once: each moves a particle of
+    /// its own (no two tethers share one) and reads a pinned anchor, which no tether moves.
+    tethers_apart: bool,
     /// The buffers of the global stretch solve ([`StretchSolve::Global`]).
     global_stretch: GlobalStretch,
     global_bend: GlobalBend,
@@ -1080,6 +1083,7 @@ impl Solver {
         for pin in &model.pins {
             mass[pin.particle as usize] = 0.0;
         }
+        let tethers_apart = tethers_apart(&model.tethers, &mass);
         let mut particles = Particles::new(model.positions.clone(), &mass);
         for pin in &model.pins {
             particles.x[pin.particle as usize] = pin.target_m;
@@ -1138,6 +1142,7 @@ impl Solver {
             bend_levels,
             stretch_levels,
             span_levels,
+            tethers_apart,
             global_stretch: GlobalStretch::default(),
             global_bend: GlobalBend::default(),
             global_shear: GlobalShear::default(),
@@ -1457,6 +1462,7 @@ impl Solver {
             bend_levels,
             stretch_levels,
             span_levels,
+            tethers_apart,
             global_stretch,
             global_bend,
             global_shear,
@@ -1617,12 +1623,21 @@ impl Solver {
                     x[i] += d;
                 }
             }
-            sweep(&model.tethers, lambda_tether, reverse, |(c, l)| {
-                let (i, a) = (c.particle as usize, c.anchor as usize);
-                if let Outcome::Move([d]) = solve_tether(x[i], w[i], x[a], c.max_length_m, l) {
-                    x[i] += d;
-                }
-            });
+            if *tethers_apart && settings.parallel && model.tethers.len() >= 2 * TETHER_CHUNK {
+                // Apart, the tethers give the same positions in any order: chunks on all cores.
+                let xs = SharedSlice::new(x);
+                (model.tethers.par_chunks(TETHER_CHUNK))
+                    .zip(lambda_tether.par_chunks_mut(TETHER_CHUNK))
+                    .for_each(|(c, l)| project_tethers(xs, w, c, l, false));
+            } else {
+                project_tethers(
+                    SharedSlice::new(x),
+                    w,
+                    &model.tethers,
+                    lambda_tether,
+                    reverse,
+                );
+            }
             laps.split(&mut kinds.attachments);
             match span_levels.as_ref() {
                 Some(levels) => {
@@ -1825,6 +1840,48 @@ fn layered_if_wide(
     Levels::layered_if_wide(stretch, |c| c.particles, n, &layer)
 }
 
+/// Tethers per task when they are projected in parallel.
+const TETHER_CHUNK: usize = 1024;
+
+/// Whether `tethers` are apart: no two move the same particle, and every anchor has no mass
+/// (`mass_kg` 0: pinned, never moved by a projection) and is no tether's particle. Then each
+/// tether reads only its own particle and a position that no tether writes, so they give the
+/// same positions, bit for bit, in any order or all at once.
+fn tethers_apart(tethers: &[Tether], mass_kg: &[Real]) -> bool {
+    let mut moved = vec![false; mass_kg.len()];
+    for t in tethers {
+        match moved.get_mut(t.particle as usize) {
+            Some(m) if !*m => *m = true,
+            _ => return false,
+        }
+    }
+    (tethers.iter()).all(|t| {
+        let a = t.anchor as usize;
+        mass_kg.get(a) == Some(&0.0) && !moved[a]
+    })
+}
+
+/// Projects `tethers` once, forward or in reverse.
+fn project_tethers(
+    x: SharedSlice<'_, Vec3>,
+    w: &[Real],
+    tethers: &[Tether],
+    lambda: &mut [Real],
+    reverse: bool,
+) {
+    sweep(tethers, lambda, reverse, |(c, l)| {
+        let (i, a) = (c.particle as usize, c.anchor as usize);
+        // SAFETY: the indices are in bounds (checked when the solver was built); serially there
+        // is one thread, and in parallel the tethers are apart, so particle `i` is this
+        // tether's alone and anchor `a` is written by none.
+        let (p, anchor) = unsafe { (x.get(i), x.get(a)) };
+        if let Outcome::Move([d]) = solve_tether(p, w[i], anchor, c.max_length_m, l) {
+            // SAFETY: as above.
+            unsafe { x.add(i, d) };
+        }
+    });
+}
+
 /// Projects the span limits once, forward or in reverse.
 fn project_span_limits(
     x: &mut [Vec3],
@@ -1990,6 +2047,31 @@ fn check_substep(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tethers_are_apart_only_with_own_particles_and_pinned_anchors() {
+        let tether = |particle, anchor| Tether {
+            particle,
+            anchor,
+            max_length_m: 0.1,
+        };
+        // Particles 0 and 1 pinned (no mass), 2 to 4 free.
+        let mass = [0.0, 0.0, 0.01, 0.01, 0.01];
+        assert!(tethers_apart(
+            &[tether(2, 0), tether(3, 0), tether(4, 1)],
+            &mass
+        ));
+        assert!(tethers_apart(&[], &mass));
+        // Two tethers on one particle.
+        assert!(!tethers_apart(&[tether(2, 0), tether(2, 1)], &mass));
+        // An anchor that moves.
+        assert!(!tethers_apart(&[tether(2, 3)], &mass));
+        // An anchor that is another tether's particle.
+        assert!(!tethers_apart(&[tether(2, 0), tether(0, 1)], &mass));
+        // Out of range.
+        assert!(!tethers_apart(&[tether(9, 0)], &mass));
+        assert!(!tethers_apart(&[tether(2, 9)], &mass));
+    }
 
     #[test]
     fn contact_motion_is_the_largest_move_among_neighbours() {

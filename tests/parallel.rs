@@ -134,3 +134,80 @@ fn global_stretch_with_batched_projection_is_deterministic() {
     );
     assert!(s_global < s_sweep, "global {s_global} vs sweep {s_sweep}");
 }
+
+/// The tethers of a pinned cloth are apart (each moves its own particle towards a pinned
+/// anchor), so with `parallel` they are projected in chunks on all cores: the same positions,
+/// bit for bit, as projecting them one after another on one thread.
+#[test]
+fn parallel_tethers_give_exactly_the_serial_result() {
+    use drape::material::{build_cloth, build_tethers, builtin_fabric, DEFAULT_FABRIC};
+    use drape::mesh::Topology;
+    use drape::sim::{ClothModel, Pin, SolverSettings};
+    // 48 × 48 hanging from its top row: 2,256 tethers, more than one chunk of them.
+    let n = 48;
+    let mut mesh = drape::shapes::grid_cloth(0.5, n, 0.0);
+    for p in &mut mesh.positions {
+        *p = Vec3::new(p.x, 1.0 - (p.z + 0.25), 0.0);
+    }
+    mesh.normals = None;
+    let top: Vec<u32> = (0..n).collect();
+    let fabric = builtin_fabric(DEFAULT_FABRIC).expect("fabric");
+    let topology = Topology::new(&mesh);
+    let cloth = build_cloth(&mesh, &topology, &fabric);
+    let count = mesh.positions.len();
+    let model = ClothModel {
+        positions: mesh.positions.clone(),
+        mass_kg: cloth.mass_kg,
+        damping_per_s: vec![fabric.damping_per_s; count],
+        friction: vec![fabric.friction; count],
+        stretch: cloth.stretch,
+        shear: cloth.shear,
+        bend: cloth.bend,
+        pins: (top.iter())
+            .map(|&i| Pin {
+                particle: i,
+                target_m: mesh.positions[i as usize],
+            })
+            .collect(),
+        tethers: build_tethers(&mesh, &topology, &top, 0.0),
+        ..Default::default()
+    };
+    assert!(
+        model.tethers.len() > 2048,
+        "{} tethers",
+        model.tethers.len()
+    );
+    let run = |parallel: bool, threads: usize| {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .expect("thread pool");
+        pool.install(|| {
+            let settings = SolverSettings {
+                substeps: 5,
+                parallel,
+                ..Default::default()
+            };
+            let mut solver = Solver::new(settings, model.clone(), None).expect("solver");
+            for _ in 0..12 {
+                solver.step_frame(1.0 / 24.0).expect("frame");
+            }
+            solver.particles().x.clone()
+        })
+    };
+    let serial = run(false, 1);
+    // The cloth fell and its tethers held it: the bottom row hangs about 0.5 m below the top.
+    let bottom = serial[count - 1].y;
+    assert!(
+        (0.45..0.56).contains(&(1.0 - bottom)),
+        "bottom at {bottom} m"
+    );
+    assert!(
+        bits(&serial) == bits(&run(true, 2)),
+        "1 vs 2 threads differ"
+    );
+    assert!(
+        bits(&serial) == bits(&run(true, 4)),
+        "1 vs 4 threads differ"
+    );
+}
