@@ -74,6 +74,12 @@ pub struct BodyCollider {
     /// How far each region of the body has moved since every pose: bounds on how far the
     /// surface near a point has moved since a given update.
     travel: RegionTravel,
+    /// The triangles (`shape`'s indices), kept apart so that the surface can be refreshed
+    /// while parry refits its BVH.
+    indices: Vec<[u32; 3]>,
+    /// Refit the BVH and refresh the surface at the same time, on rayon's threads
+    /// ([`Self::set_parallel`]).
+    parallel: bool,
 }
 
 impl std::fmt::Debug for BodyCollider {
@@ -155,6 +161,7 @@ impl BodyCollider {
             name: mesh.name.clone(),
             reason: e.to_string(),
         })?;
+        let indices = shape.indices().to_vec();
         Ok(Self {
             shape,
             closed,
@@ -166,6 +173,8 @@ impl BodyCollider {
             prev,
             travel,
             spheres: Vec::new(),
+            indices,
+            parallel: false,
         }
         .with_surface())
     }
@@ -178,9 +187,38 @@ impl BodyCollider {
     /// skinned character. Fails when the vertex count differs from the mesh's.
     pub fn set_pose(&mut self, positions: &[Vec3]) -> Result<(), ColliderError> {
         self.stage_pose(positions)?;
-        self.shape.set_vertices(&self.scratch);
-        self.refresh_surface();
+        let Self {
+            shape,
+            pseudo,
+            normals,
+            prev,
+            scratch,
+            spheres,
+            travel,
+            indices,
+            parallel,
+            ..
+        } = self;
+        // parry's refit and the rest of the update read the new vertices and write apart.
+        let mut refit = || shape.set_vertices(scratch);
+        let mut surface = || {
+            travel.update(prev, scratch);
+            refresh_surface(scratch, indices, spheres, normals, pseudo.as_mut());
+        };
+        if *parallel {
+            rayon::join(refit, surface);
+        } else {
+            refit();
+            surface();
+        }
         Ok(())
+    }
+
+    /// Whether [`Self::set_pose`] refits the BVH on one of rayon's threads while it refreshes
+    /// the rest of the surface on another (the same collider either way). Off for a new
+    /// collider; the solver turns it on with [`crate::sim::SolverSettings::parallel`].
+    pub fn set_parallel(&mut self, on: bool) {
+        self.parallel = on;
     }
 
     /// Rebuilds the collider from scratch at a new pose (the alternative to
@@ -195,13 +233,14 @@ impl BodyCollider {
                     name: "body (posed)".into(),
                     reason: e.to_string(),
                 })?;
+        self.travel.update(&self.prev, &self.scratch);
         self.refresh_surface();
         Ok(())
     }
 
     /// The shared first half of a pose update: checks `positions`, maps them onto the collider
-    /// vertices in `scratch`, keeps the current vertices as the previous pose and records the
-    /// pose's displacements in the body's travel.
+    /// vertices in `scratch` and keeps the current vertices as the previous pose (the second
+    /// half records the pose's displacements in the body's travel, refits and refreshes).
     fn stage_pose(&mut self, positions: &[Vec3]) -> Result<(), ColliderError> {
         if positions.len() != self.source_count {
             return Err(ColliderError::PoseLength {
@@ -217,7 +256,6 @@ impl BodyCollider {
         }
         self.prev.clear();
         self.prev.extend_from_slice(self.shape.vertices());
-        self.travel.update(&self.prev, &self.scratch);
         Ok(())
     }
 
@@ -248,39 +286,13 @@ impl BodyCollider {
     /// area-weighted unit vertex normals, in one pass over the triangles (each triangle's
     /// cross product once; the sums are made in the same order as separate passes would).
     fn refresh_surface(&mut self) {
-        let (v, indices) = (self.shape.vertices(), self.shape.indices());
-        self.spheres.clear();
-        self.normals.clear();
-        self.normals.resize(v.len(), Vec3::ZERO);
-        let mut pseudo = self.pseudo.as_mut();
-        if let Some(pn) = pseudo.as_deref_mut() {
-            pn.face.clear();
-            pn.vertex.clear();
-            pn.vertex.resize(v.len(), Vec3::ZERO);
-        }
-        for (t, idx) in indices.iter().enumerate() {
-            let [a, b, c] = idx.map(|i| v[i as usize]);
-            let centre = (a + b + c) / 3.0;
-            let r2 = centre
-                .distance_squared(a)
-                .max(centre.distance_squared(b))
-                .max(centre.distance_squared(c));
-            self.spheres.push((centre, r2.sqrt()));
-            let n = (b - a).cross(c - a);
-            for &i in idx {
-                self.normals[i as usize] += n;
-            }
-            if let Some(pn) = pseudo.as_deref_mut() {
-                let unit = n.normalize_or_zero();
-                pn.face.push(unit);
-                for (&i, &w) in idx.iter().zip(&pn.angles[t]) {
-                    pn.vertex[i as usize] += unit * w;
-                }
-            }
-        }
-        for n in self.normals.iter_mut() {
-            *n = n.normalize_or_zero();
-        }
+        refresh_surface(
+            self.shape.vertices(),
+            &self.indices,
+            &mut self.spheres,
+            &mut self.normals,
+            self.pseudo.as_mut(),
+        );
     }
 
     /// How far the surface point `point_m` of triangle `tri` moved since the previous pose
@@ -884,6 +896,49 @@ impl BodyCollider {
     }
 }
 
+/// [`BodyCollider::refresh_surface`] on the collider's parts: the vertices `v`, its triangles
+/// `indices`, and what is derived from them (the bounding spheres, the area-weighted unit vertex
+/// normals, the pseudo-normals of a closed body).
+fn refresh_surface(
+    v: &[Vec3],
+    indices: &[[u32; 3]],
+    spheres: &mut Vec<(Vec3, Real)>,
+    normals: &mut Vec<Vec3>,
+    mut pseudo: Option<&mut PseudoNormals>,
+) {
+    spheres.clear();
+    normals.clear();
+    normals.resize(v.len(), Vec3::ZERO);
+    if let Some(pn) = pseudo.as_deref_mut() {
+        pn.face.clear();
+        pn.vertex.clear();
+        pn.vertex.resize(v.len(), Vec3::ZERO);
+    }
+    for (t, idx) in indices.iter().enumerate() {
+        let [a, b, c] = idx.map(|i| v[i as usize]);
+        let centre = (a + b + c) / 3.0;
+        let r2 = centre
+            .distance_squared(a)
+            .max(centre.distance_squared(b))
+            .max(centre.distance_squared(c));
+        spheres.push((centre, r2.sqrt()));
+        let n = (b - a).cross(c - a);
+        for &i in idx {
+            normals[i as usize] += n;
+        }
+        if let Some(pn) = pseudo.as_deref_mut() {
+            let unit = n.normalize_or_zero();
+            pn.face.push(unit);
+            for (&i, &w) in idx.iter().zip(&pn.angles[t]) {
+                pn.vertex[i as usize] += unit * w;
+            }
+        }
+    }
+    for n in normals.iter_mut() {
+        *n = n.normalize_or_zero();
+    }
+}
+
 /// Angle-weighted pseudo-normals of a closed triangle mesh (Bærentzen & Aanæs 2005): per
 /// vertex, the sum of its triangles' unit normals weighted by the corner angles; per edge, the
 /// sum of its two triangles' unit normals; per face, the face normal. The sign of
@@ -1478,6 +1533,45 @@ mod tests {
         let (ea, eb) = (anchor.evaluate(&refit), anchor.evaluate(&rebuilt));
         assert!(ea.distance(eb) < 1e-6 && ea.distance(Vec3::new(0.1, 0.51, 0.0)) < 1e-6);
         assert_eq!(refit.travel.total_m(), rebuilt.travel.total_m());
+    }
+
+    /// The parallel pose update (the refit on one thread, the travel and the surface on
+    /// another) leaves the collider exactly as the serial one does.
+    #[test]
+    fn parallel_and_serial_pose_updates_agree_bit_for_bit() {
+        let m = crate::shapes::uv_sphere(0.3, 24, 12);
+        let (mut serial, mut parallel) = (
+            BodyCollider::new(&m).unwrap(),
+            BodyCollider::new(&m).unwrap(),
+        );
+        parallel.set_parallel(true);
+        type Bits = Vec<[u32; 3]>;
+        let bits = |v: &[Vec3]| v.iter().map(|p| p.to_array().map(f32::to_bits)).collect();
+        let state = |b: &BodyCollider| -> (Bits, Bits, Bits, f64) {
+            (
+                bits(b.vertices()),
+                bits(b.vertex_normals()),
+                bits(
+                    &b.spheres
+                        .iter()
+                        .map(|s| s.0 + Vec3::splat(s.1))
+                        .collect::<Vec<_>>(),
+                ),
+                b.travel.total_m(),
+            )
+        };
+        for k in 1..=3 {
+            // A wobble that moves every vertex differently.
+            let posed: Vec<Vec3> = (m.positions.iter())
+                .map(|p| *p * (1.0 + 0.05 * k as Real * p.y) + Vec3::X * 0.02 * k as Real)
+                .collect();
+            serial.set_pose(&posed).unwrap();
+            parallel.set_pose(&posed).unwrap();
+            assert_eq!(state(&serial), state(&parallel), "pose {k}");
+            let p = Vec3::new(0.1, 0.45, 0.05);
+            assert_eq!(serial.closest(p), parallel.closest(p));
+        }
+        assert!(serial.travel.total_m() > 0.05);
     }
 
     #[test]

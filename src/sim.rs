@@ -890,9 +890,12 @@ impl Solver {
     pub fn new(
         settings: SolverSettings,
         mut model: ClothModel,
-        body: Option<BodyCollider>,
+        mut body: Option<BodyCollider>,
     ) -> Result<Self, SimError> {
         settings.validate()?;
+        if let Some(b) = body.as_mut() {
+            b.set_parallel(settings.parallel);
+        }
         let n = model.positions.len();
         let check = |kind: &'static str, idx: &mut dyn Iterator<Item = (usize, u32)>| {
             for (index, particle) in idx {
