@@ -682,6 +682,10 @@ pub struct Solver {
     motion_m: Vec<Real>,
     /// Per particle, its squared predicted move in the current substep (m², scratch).
     move2: Vec<Real>,
+    /// Per particle, the factor `exp(−damping·h)` its velocity keeps over a substep of
+    /// `damping_h` s (kept while the substep length stays the same).
+    damping_factor: Vec<Real>,
+    damping_h: Real,
     /// Cloth–cloth collision, when [`SolverSettings::self_collision`] is on.
     self_collision: Option<SelfCollision>,
     /// The body's vertices against the cloth's triangles
@@ -1130,6 +1134,8 @@ impl Solver {
             proximity: ProximityCache::new(settings.parallel),
             motion_m: Vec::new(),
             move2: Vec::new(),
+            damping_factor: Vec::new(),
+            damping_h: 0.0,
             checkpoint: particles.clone(),
             settings,
             particles,
@@ -1454,6 +1460,8 @@ impl Solver {
             proximity,
             motion_m,
             move2,
+            damping_factor,
+            damping_h,
             self_collision,
             body_vertex,
             drag,
@@ -1787,8 +1795,14 @@ impl Solver {
         // its edge stretched to ten times its length.
         let t = Instant::now();
         let inv_h = 1.0 / h;
-        for i in 0..p.x.len() {
-            p.v[i] = (p.x[i] - p.x_prev[i]) * inv_h;
+        let (x, x_prev) = (&p.x, &p.x_prev);
+        let velocity = |(v, i): (&mut Vec3, usize)| *v = (x[i] - x_prev[i]) * inv_h;
+        if settings.parallel {
+            (p.v.par_iter_mut().zip(0..x.len()))
+                .with_min_len(PARTICLE_CHUNK)
+                .for_each(velocity);
+        } else {
+            p.v.iter_mut().zip(0..x.len()).for_each(velocity);
         }
         for (c, &l) in contacts.iter().zip(lambda_contact.iter()) {
             let i = c.particle as usize;
@@ -1804,8 +1818,18 @@ impl Solver {
         if let Some(sc) = self_collision.as_ref() {
             sc.apply_friction(&mut p.v, &p.inv_mass, &model.friction, h);
         }
-        for i in 0..p.x.len() {
-            p.v[i] *= (-model.damping_per_s[i] * h).exp();
+        if *damping_h != h || damping_factor.len() != p.v.len() {
+            damping_factor.clear();
+            damping_factor.extend(model.damping_per_s.iter().map(|d| (-d * h).exp()));
+            *damping_h = h;
+        }
+        let damp = |(v, f): (&mut Vec3, &Real)| *v *= *f;
+        if settings.parallel {
+            (p.v.par_iter_mut().zip(damping_factor.par_iter()))
+                .with_min_len(PARTICLE_CHUNK)
+                .for_each(damp);
+        } else {
+            p.v.iter_mut().zip(damping_factor.iter()).for_each(damp);
         }
         times.velocities += t.elapsed();
 
@@ -1842,6 +1866,9 @@ fn layered_if_wide(
     let layer = crate::levels::particle_layers(&edges, &seeds, n);
     Levels::layered_if_wide(stretch, |c| c.particles, n, &layer)
 }
+
+/// Particles per task of the per-particle loops run in parallel (the velocities).
+const PARTICLE_CHUNK: usize = 4096;
 
 /// Tethers per task when they are projected in parallel.
 const TETHER_CHUNK: usize = 1024;
@@ -1999,17 +2026,31 @@ fn check_substep(
     settings: &SolverSettings,
     check_penetration: bool,
 ) -> Result<(), SubstepFailure> {
-    if p.x.iter().any(|v| !v.is_finite()) || p.v.iter().any(|v| !v.is_finite()) {
+    // The particles and edges on one thread, the triangles on another (with `parallel`); the
+    // checks then report in the same order as one after another.
+    let particles_and_edges = || {
+        let finite = p.x.iter().all(|v| v.is_finite()) && p.v.iter().all(|v| v.is_finite());
+        let worst = (model.stretch.iter())
+            .map(|c| {
+                let [a, b] = c.particles.map(|i| i as usize);
+                p.x[a].distance(p.x[b]) / c.rest_length_m - 1.0
+            })
+            .fold(0.0, Real::max);
+        (finite, worst)
+    };
+    let ((finite, worst), (triangles, inverted)) = if settings.parallel {
+        rayon::join(particles_and_edges, || {
+            inverted_triangles(p, model, rest_area2)
+        })
+    } else {
+        (
+            particles_and_edges(),
+            inverted_triangles(p, model, rest_area2),
+        )
+    };
+    if !finite {
         return Err(SubstepFailure::NonFinite);
     }
-    let worst = model
-        .stretch
-        .iter()
-        .map(|c| {
-            let [a, b] = c.particles.map(|i| i as usize);
-            p.x[a].distance(p.x[b]) / c.rest_length_m - 1.0
-        })
-        .fold(0.0, Real::max);
     if worst > settings.failure_stretch {
         return Err(SubstepFailure::Overstretched(worst));
     }
@@ -2025,10 +2066,20 @@ fn check_substep(
             return Err(SubstepFailure::Penetration(deepest));
         }
     }
-    // Each triangle once: its shear row (with the membrane per triangle it also has yarn rows).
-    let (triangles, inverted) = model
-        .shear
-        .iter()
+    let allowed =
+        INVERSION_MIN_COUNT.max((INVERSION_FAILURE_FRACTION * triangles as Real) as usize);
+    if inverted > allowed {
+        return Err(SubstepFailure::Inverted(inverted));
+    }
+    Ok(())
+}
+
+/// The triangles of [`check_substep`], and how many of them flipped over the substep (their
+/// normal turned by more than 90° while both their areas stayed above a quarter of the rest
+/// area). Each triangle once: its shear row (with the membrane per triangle it also has yarn
+/// rows).
+fn inverted_triangles(p: &Particles, model: &ClothModel, rest_area2: &[Real]) -> (usize, usize) {
+    (model.shear.iter())
         .zip(rest_area2)
         .filter(|(c, _)| c.strain == Strain::Shear)
         .fold((0usize, 0usize), |(triangles, inverted), (c, &rest)| {
@@ -2038,13 +2089,7 @@ fn check_substep(
             let min_area2 = INVERSION_MIN_AREA_RATIO * rest;
             let flipped = n0.dot(n1) < 0.0 && n0.length() > min_area2 && n1.length() > min_area2;
             (triangles + 1, inverted + flipped as usize)
-        });
-    let allowed =
-        INVERSION_MIN_COUNT.max((INVERSION_FAILURE_FRACTION * triangles as Real) as usize);
-    if inverted > allowed {
-        return Err(SubstepFailure::Inverted(inverted));
-    }
-    Ok(())
+        })
 }
 
 #[cfg(test)]
