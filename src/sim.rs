@@ -682,6 +682,8 @@ pub struct Solver {
     motion_m: Vec<Real>,
     /// Per particle, its squared predicted move in the current substep (m², scratch).
     move2: Vec<Real>,
+    /// Each particle's stretch neighbours, for `motion_m` on all cores.
+    neighbours: Neighbours,
     /// Per particle, the factor `exp(−damping·h)` its velocity keeps over a substep of
     /// `damping_h` s (kept while the substep length stays the same).
     damping_factor: Vec<Real>,
@@ -767,6 +769,56 @@ fn moves_of_neighbours(own2: &[Real], edges: &[Distance], out: &mut Vec<Real>) {
     for m in out.iter_mut() {
         *m = m.sqrt();
     }
+}
+
+/// Each particle's neighbours along the stretch edges, for [`moves_of_neighbours_in`]: particle
+/// `i`'s are `list[offsets[i]..offsets[i + 1]]`.
+#[derive(Clone, Debug, Default)]
+struct Neighbours {
+    offsets: Vec<u32>,
+    list: Vec<u32>,
+}
+
+impl Neighbours {
+    /// The neighbours of each of `n` particles along `edges` (indices checked `< n`).
+    fn new(edges: &[Distance], n: usize) -> Self {
+        let mut offsets = vec![0u32; n + 1];
+        for e in edges {
+            for &p in &e.particles {
+                offsets[p as usize + 1] += 1;
+            }
+        }
+        for i in 0..n {
+            offsets[i + 1] += offsets[i];
+        }
+        let mut next = offsets.clone();
+        let mut list = vec![0u32; offsets[n] as usize];
+        for e in edges {
+            let [a, b] = e.particles;
+            for (p, q) in [(a, b), (b, a)] {
+                list[next[p as usize] as usize] = q;
+                next[p as usize] += 1;
+            }
+        }
+        Self { offsets, list }
+    }
+
+    fn of(&self, i: usize) -> &[u32] {
+        &self.list[self.offsets[i] as usize..self.offsets[i + 1] as usize]
+    }
+}
+
+/// [`moves_of_neighbours`] particle by particle from its `neighbours`, in parallel chunks: the
+/// largest of the same numbers, so the same result bit for bit.
+fn moves_of_neighbours_in(own2: &[Real], neighbours: &Neighbours, out: &mut Vec<Real>) {
+    out.clear();
+    out.resize(own2.len(), 0.0);
+    (out.par_iter_mut().enumerate())
+        .with_min_len(PARTICLE_CHUNK)
+        .for_each(|(i, m)| {
+            let largest = (neighbours.of(i).iter()).fold(own2[i], |m, &j| m.max(own2[j as usize]));
+            *m = largest.sqrt();
+        });
 }
 
 /// Smallest number of constraints one rayon task projects: below this the task costs more than
@@ -1134,6 +1186,7 @@ impl Solver {
             proximity: ProximityCache::new(settings.parallel),
             motion_m: Vec::new(),
             move2: Vec::new(),
+            neighbours: Neighbours::new(&model.stretch, n),
             damping_factor: Vec::new(),
             damping_h: 0.0,
             checkpoint: particles.clone(),
@@ -1460,6 +1513,7 @@ impl Solver {
             proximity,
             motion_m,
             move2,
+            neighbours,
             damping_factor,
             damping_h,
             self_collision,
@@ -1495,19 +1549,34 @@ impl Solver {
         // 2. Predict; hard pins go to their targets, so their velocity is the target's.
         let t = Instant::now();
         let g = Vec3::from(settings.gravity_m_per_s2);
-        let mut max_move2: Real = 0.0;
         move2.clear();
         move2.resize(p.x.len(), 0.0);
-        for (i, moved2) in move2.iter_mut().enumerate() {
-            p.x_prev[i] = p.x[i];
-            if p.inv_mass[i] > 0.0 {
-                p.v[i] += g * h;
-                let dx = p.v[i] * h;
+        let predict = |((x_prev, x), (v, (w, moved2))): PredictItem<'_>| {
+            *x_prev = *x;
+            if *w > 0.0 {
+                *v += g * h;
+                let dx = *v * h;
                 *moved2 = dx.length_squared();
-                max_move2 = max_move2.max(*moved2);
-                p.x[i] += dx;
+                *x += dx;
             }
-        }
+            *moved2
+        };
+        // The largest squared move (the maximum of the same numbers in any order).
+        let max_move2 = if settings.parallel {
+            (p.x_prev.par_iter_mut().zip(p.x.par_iter_mut()))
+                .zip(
+                    p.v.par_iter_mut()
+                        .zip(p.inv_mass.par_iter().zip(move2.par_iter_mut())),
+                )
+                .with_min_len(PARTICLE_CHUNK)
+                .map(predict)
+                .reduce(|| 0.0, Real::max)
+        } else {
+            (p.x_prev.iter_mut().zip(p.x.iter_mut()))
+                .zip(p.v.iter_mut().zip(p.inv_mass.iter().zip(move2.iter_mut())))
+                .map(predict)
+                .fold(0.0, Real::max)
+        };
         if !max_move2.is_finite() {
             return Err(SubstepFailure::NonFinite);
         }
@@ -1518,7 +1587,11 @@ impl Solver {
         // the constraints move it by about its own and its neighbours' predicted moves. Only
         // the body's contact search reads it.
         if body.is_some() {
-            moves_of_neighbours(move2, &model.stretch, motion_m);
+            if settings.parallel {
+                moves_of_neighbours_in(move2, neighbours, motion_m);
+            } else {
+                moves_of_neighbours(move2, &model.stretch, motion_m);
+            }
         }
         times.predict += t.elapsed();
 
@@ -1867,7 +1940,15 @@ fn layered_if_wide(
     Levels::layered_if_wide(stretch, |c| c.particles, n, &layer)
 }
 
-/// Particles per task of the per-particle loops run in parallel (the velocities).
+/// One particle in the prediction: its previous and current position, velocity, inverse mass
+/// and squared predicted move.
+type PredictItem<'a> = (
+    (&'a mut Vec3, &'a mut Vec3),
+    (&'a mut Vec3, (&'a Real, &'a mut Real)),
+);
+
+/// Particles per task of the per-particle loops run in parallel (the prediction, the
+/// velocities).
 const PARTICLE_CHUNK: usize = 4096;
 
 /// Tethers per task when they are projected in parallel.
@@ -2137,6 +2218,19 @@ mod tests {
         assert_eq!(out.len(), 4);
         assert!((out[0] - 0.003).abs() < 1.0e-9 && (out[1] - 0.003).abs() < 1.0e-9);
         assert_eq!(&out[2..], &[0.0, 0.0]);
+        // Particle by particle from the neighbour lists: the same numbers, on a grid whose
+        // moves all differ (a NaN among them is passed over either way).
+        let n = 30;
+        let grid: Vec<Distance> = (0..n - 1)
+            .flat_map(|i| [edge(i, i + 1), edge(i, (i * 7 + 3) % n)])
+            .collect();
+        let mut own2: Vec<Real> = (0..n).map(|i| ((i * 13) % 17) as Real * 1.0e-6).collect();
+        own2[5] = Real::NAN;
+        let (mut by_edge, mut by_particle) = (Vec::new(), Vec::new());
+        moves_of_neighbours(&own2, &grid, &mut by_edge);
+        moves_of_neighbours_in(&own2, &Neighbours::new(&grid, n as usize), &mut by_particle);
+        let bits = |v: &[Real]| v.iter().map(|m| m.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&by_edge), bits(&by_particle));
     }
     use approx::assert_relative_eq;
 
