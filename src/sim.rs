@@ -682,7 +682,7 @@ pub struct Solver {
     motion_m: Vec<Real>,
     /// Per particle, its squared predicted move in the current substep (m², scratch).
     move2: Vec<Real>,
-    /// Each particle's stretch neighbours, for `motion_m` on all cores.
+    /// Each particle's stretch neighbours, for `motion_m`.
     neighbours: Neighbours,
     /// Per particle, the factor `exp(−damping·h)` its velocity keeps over a substep of
     /// `damping_h` s (kept while the substep length stays the same).
@@ -755,23 +755,7 @@ fn stencils<T, const K: usize>(items: &[T], particles: impl Fn(&T) -> [u32; K]) 
     items.iter().map(particles).collect()
 }
 
-/// Each particle's largest predicted move among itself and its neighbours along `edges` (m),
-/// from the squared predicted moves `own2` (m²).
-fn moves_of_neighbours(own2: &[Real], edges: &[Distance], out: &mut Vec<Real>) {
-    out.clear();
-    out.extend_from_slice(own2);
-    for e in edges {
-        let [a, b] = e.particles.map(|i| i as usize);
-        out[a] = out[a].max(own2[b]);
-        out[b] = out[b].max(own2[a]);
-    }
-    // Squared moves compare as the moves do: the square roots wait for the end.
-    for m in out.iter_mut() {
-        *m = m.sqrt();
-    }
-}
-
-/// Each particle's neighbours along the stretch edges, for [`moves_of_neighbours_in`]: particle
+/// Each particle's neighbours along the stretch edges, for [`moves_of_neighbours`]: particle
 /// `i`'s are `list[offsets[i]..offsets[i + 1]]`.
 #[derive(Clone, Debug, Default)]
 struct Neighbours {
@@ -808,17 +792,29 @@ impl Neighbours {
     }
 }
 
-/// [`moves_of_neighbours`] particle by particle from its `neighbours`, in parallel chunks: the
-/// largest of the same numbers, so the same result bit for bit.
-fn moves_of_neighbours_in(own2: &[Real], neighbours: &Neighbours, out: &mut Vec<Real>) {
+/// Each particle's largest predicted move among itself and its `neighbours` (m), from the
+/// squared predicted moves `own2` (m²); in parallel chunks with `parallel`. A maximum of the same
+/// numbers in any order, so the same result either way.
+fn moves_of_neighbours(
+    own2: &[Real],
+    neighbours: &Neighbours,
+    out: &mut Vec<Real>,
+    parallel: bool,
+) {
     out.clear();
     out.resize(own2.len(), 0.0);
-    (out.par_iter_mut().enumerate())
-        .with_min_len(PARTICLE_CHUNK)
-        .for_each(|(i, m)| {
-            let largest = (neighbours.of(i).iter()).fold(own2[i], |m, &j| m.max(own2[j as usize]));
-            *m = largest.sqrt();
-        });
+    // Squared moves compare as the moves do: the square root waits for the end.
+    let largest = |(i, m): (usize, &mut Real)| {
+        let m2 = (neighbours.of(i).iter()).fold(own2[i], |m, &j| m.max(own2[j as usize]));
+        *m = m2.sqrt();
+    };
+    if parallel {
+        (out.par_iter_mut().enumerate())
+            .with_min_len(PARTICLE_CHUNK)
+            .for_each(largest);
+    } else {
+        out.iter_mut().enumerate().for_each(largest);
+    }
 }
 
 /// Smallest number of constraints one rayon task projects: below this the task costs more than
@@ -1587,11 +1583,7 @@ impl Solver {
         // the constraints move it by about its own and its neighbours' predicted moves. Only
         // the body's contact search reads it.
         if body.is_some() {
-            if settings.parallel {
-                moves_of_neighbours_in(move2, neighbours, motion_m);
-            } else {
-                moves_of_neighbours(move2, &model.stretch, motion_m);
-            }
+            moves_of_neighbours(move2, neighbours, motion_m, settings.parallel);
         }
         times.predict += t.elapsed();
 
@@ -2214,23 +2206,32 @@ mod tests {
         };
         let edges = [edge(0, 1), edge(1, 2), edge(2, 3)];
         let mut out = Vec::new();
-        moves_of_neighbours(&[0.003 * 0.003, 0.0, 0.0, 0.0], &edges, &mut out);
+        let chain = Neighbours::new(&edges, 4);
+        moves_of_neighbours(&[0.003 * 0.003, 0.0, 0.0, 0.0], &chain, &mut out, false);
         assert_eq!(out.len(), 4);
         assert!((out[0] - 0.003).abs() < 1.0e-9 && (out[1] - 0.003).abs() < 1.0e-9);
         assert_eq!(&out[2..], &[0.0, 0.0]);
-        // Particle by particle from the neighbour lists: the same numbers, on a grid whose
-        // moves all differ (a NaN among them is passed over either way).
+        // On a mesh whose moves all differ, serial and parallel give what one pass over the
+        // edges gives, bit for bit (a NaN among the moves is passed over either way).
         let n = 30;
         let grid: Vec<Distance> = (0..n - 1)
             .flat_map(|i| [edge(i, i + 1), edge(i, (i * 7 + 3) % n)])
             .collect();
         let mut own2: Vec<Real> = (0..n).map(|i| ((i * 13) % 17) as Real * 1.0e-6).collect();
         own2[5] = Real::NAN;
-        let (mut by_edge, mut by_particle) = (Vec::new(), Vec::new());
-        moves_of_neighbours(&own2, &grid, &mut by_edge);
-        moves_of_neighbours_in(&own2, &Neighbours::new(&grid, n as usize), &mut by_particle);
+        let mut by_edge = own2.clone();
+        for e in &grid {
+            let [a, b] = e.particles.map(|i| i as usize);
+            by_edge[a] = by_edge[a].max(own2[b]);
+            by_edge[b] = by_edge[b].max(own2[a]);
+        }
+        let by_edge: Vec<Real> = by_edge.iter().map(|m| m.sqrt()).collect();
         let bits = |v: &[Real]| v.iter().map(|m| m.to_bits()).collect::<Vec<_>>();
-        assert_eq!(bits(&by_edge), bits(&by_particle));
+        let neighbours = Neighbours::new(&grid, n as usize);
+        for parallel in [false, true] {
+            moves_of_neighbours(&own2, &neighbours, &mut out, parallel);
+            assert_eq!(bits(&by_edge), bits(&out), "parallel {parallel}");
+        }
     }
     use approx::assert_relative_eq;
 
