@@ -1,37 +1,14 @@
 //! The solver against a moving body: continuous collision, body velocity in contacts, body-bound
 //! pins, and rollback after an injected failure.
 
-use drape::collide::BodyCollider;
-use drape::material::{build_cloth, builtin_fabric, DEFAULT_FABRIC};
-use drape::math::{Real, Vec3};
-use drape::mesh::{Mesh, Topology};
-use drape::shapes::{grid_cloth, uv_sphere};
-use drape::sim::{Anchored, BodyBinding, BodyMotion, ClothModel, Pin, Solver, SolverSettings};
+mod common;
 
-/// A cloth model from a mesh in the default fabric, with the given hard pins at rest.
-fn model_of(mesh: &Mesh, pinned: &[u32]) -> ClothModel {
-    let fabric = builtin_fabric(DEFAULT_FABRIC).unwrap();
-    let topo = Topology::new(mesh);
-    let c = build_cloth(mesh, &topo, &fabric);
-    let n = mesh.positions.len();
-    ClothModel {
-        positions: mesh.positions.clone(),
-        mass_kg: c.mass_kg,
-        damping_per_s: vec![fabric.damping_per_s; n],
-        friction: vec![fabric.friction; n],
-        stretch: c.stretch,
-        shear: c.shear,
-        bend: c.bend,
-        pins: pinned
-            .iter()
-            .map(|&i| Pin {
-                particle: i,
-                target_m: mesh.positions[i as usize],
-            })
-            .collect(),
-        ..Default::default()
-    }
-}
+use common::model_of;
+use drape::collide::BodyCollider;
+use drape::math::{Real, Vec3};
+use drape::mesh::Mesh;
+use drape::shapes::{grid_cloth, uv_sphere};
+use drape::sim::{Anchored, BodyBinding, BodyMotion, ClothModel, Solver, SolverSettings};
 
 /// A square cloth of `n × n` vertices and side `size` hanging in the plane z = 0, its top edge
 /// at `top_y`; returns the mesh and the top row's vertex indices.

@@ -2,6 +2,8 @@
 //! the batched projection gives the same result on any number of threads and the same drape as
 //! the serial Gauss–Seidel reference, with more stretch (see docs/solver.md).
 
+mod common;
+
 use drape::bake::LoadedScene;
 use drape::demo::{write_demo, DemoScene};
 use drape::math::{Real, Vec3};
@@ -140,9 +142,9 @@ fn global_stretch_with_batched_projection_is_deterministic() {
 /// bit for bit, as projecting them one after another on one thread.
 #[test]
 fn parallel_tethers_give_exactly_the_serial_result() {
-    use drape::material::{build_cloth, build_tethers, builtin_fabric, DEFAULT_FABRIC};
+    use drape::material::build_tethers;
     use drape::mesh::Topology;
-    use drape::sim::{ClothModel, Pin, SolverSettings};
+    use drape::sim::SolverSettings;
     // 48 × 48 hanging from its top row: 2,256 tethers, more than one chunk of them.
     let n = 48;
     let mut mesh = drape::shapes::grid_cloth(0.5, n, 0.0);
@@ -151,27 +153,9 @@ fn parallel_tethers_give_exactly_the_serial_result() {
     }
     mesh.normals = None;
     let top: Vec<u32> = (0..n).collect();
-    let fabric = builtin_fabric(DEFAULT_FABRIC).expect("fabric");
-    let topology = Topology::new(&mesh);
-    let cloth = build_cloth(&mesh, &topology, &fabric);
     let count = mesh.positions.len();
-    let model = ClothModel {
-        positions: mesh.positions.clone(),
-        mass_kg: cloth.mass_kg,
-        damping_per_s: vec![fabric.damping_per_s; count],
-        friction: vec![fabric.friction; count],
-        stretch: cloth.stretch,
-        shear: cloth.shear,
-        bend: cloth.bend,
-        pins: (top.iter())
-            .map(|&i| Pin {
-                particle: i,
-                target_m: mesh.positions[i as usize],
-            })
-            .collect(),
-        tethers: build_tethers(&mesh, &topology, &top, 0.0),
-        ..Default::default()
-    };
+    let mut model = common::model_of(&mesh, &top);
+    model.tethers = build_tethers(&mesh, &Topology::new(&mesh), &top, 0.0);
     assert!(
         model.tethers.len() > 2048,
         "{} tethers",

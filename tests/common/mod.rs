@@ -188,3 +188,30 @@ pub fn write_animated_bake(path: &Path, result: &drape::bake::BakeResult, rig: &
     )
     .unwrap();
 }
+
+/// A cloth model from a mesh in the default fabric, with the given hard pins at rest (no
+/// tethers).
+pub fn model_of(mesh: &drape::mesh::Mesh, pinned: &[u32]) -> drape::sim::ClothModel {
+    use drape::material::{build_cloth, builtin_fabric, DEFAULT_FABRIC};
+    let fabric = builtin_fabric(DEFAULT_FABRIC).unwrap();
+    let topo = drape::mesh::Topology::new(mesh);
+    let c = build_cloth(mesh, &topo, &fabric);
+    let n = mesh.positions.len();
+    drape::sim::ClothModel {
+        positions: mesh.positions.clone(),
+        mass_kg: c.mass_kg,
+        damping_per_s: vec![fabric.damping_per_s; n],
+        friction: vec![fabric.friction; n],
+        stretch: c.stretch,
+        shear: c.shear,
+        bend: c.bend,
+        pins: pinned
+            .iter()
+            .map(|&i| drape::sim::Pin {
+                particle: i,
+                target_m: mesh.positions[i as usize],
+            })
+            .collect(),
+        ..Default::default()
+    }
+}
