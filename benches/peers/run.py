@@ -40,14 +40,23 @@ def run(cmd, log=None, **kw):
     return p.stdout
 
 
-def drape_bake(drape, work, n, substeps, repeat):
-    """Best of `repeat` bakes (by sim_ms_per_frame); returns the stats of that bake."""
+def set_solver_field(scene, text, name, value):
+    """`text` with the scene's one `name: …,` field set to `value` (exits if not exactly one)."""
+    text, count = re.subn(rf"\b{re.escape(name)}: [^,\n]+,", f"{name}: {value},", text)
+    if count != 1:
+        sys.exit(f"error: {scene}: expected one `{name}:` field, found {count}")
+    return text
+
+
+def drape_bake(drape, work, n, substeps, repeat, solver_fields=()):
+    """Best of `repeat` bakes (by sim_ms_per_frame); returns the stats of that bake.
+    `solver_fields` are (name, value) pairs set in the scene's `solver` besides `substeps`."""
     d = work / f"drape-{n}"
     run([drape, "demo", d, "--scene", "sphere-drop", "--grid", str(n)])
     scene = d / "scene.ron"
-    text, count = re.subn(r"\bsubsteps: \d+,", f"substeps: {substeps},", scene.read_text())
-    if count != 1:
-        sys.exit(f"error: {scene}: expected one `substeps:` field, found {count}")
+    text = set_solver_field(scene, scene.read_text(), "substeps", substeps)
+    for name, value in solver_fields:
+        text = set_solver_field(scene, text, name, value)
     scene.write_text(text)
     best = None
     for k in range(repeat):
@@ -104,8 +113,17 @@ def main():
                    help="Blender's thread count (its -t option); 0: all cores")
     p.add_argument("--blender-arg", action="append", default=[],
                    help="extra argument for blender_sphere_drop.py (repeatable), e.g. --blender-arg=--mass=0.0001")
+    p.add_argument("--drape-solver", action="append", default=[], metavar="NAME=VALUE",
+                   help="set a field of Drape's solver settings in the demo scene (repeatable), "
+                        "e.g. --drape-solver span_limit_slack=0.0")
     p.add_argument("--out-dir", default=None, help="keep the scenes, bakes and JSON here")
     args = p.parse_args()
+    solver_fields = []
+    for item in args.drape_solver:
+        name, sep, value = item.partition("=")
+        if not sep or not re.fullmatch(r"[a-z_0-9]+", name) or not value:
+            sys.exit(f"error: --drape-solver {item!r}: expected NAME=VALUE, e.g. span_limit_slack=0.0")
+        solver_fields.append((name, value))
 
     if not Path(args.drape).is_file():
         sys.exit(f"error: {args.drape} not found; run `cargo build --release --bin drape`")
@@ -132,7 +150,7 @@ def main():
     rows = []
     for n in args.grids:
         print(f"drape N={n} ...", file=sys.stderr, flush=True)
-        d = drape_bake(drape, work, n, args.substeps, args.repeat)
+        d = drape_bake(drape, work, n, args.substeps, args.repeat, solver_fields)
         for q in args.qualities:
             print(f"blender N={n} quality {q} ...", file=sys.stderr, flush=True)
             b = blender_bake(args.blender, work, n, q, args.frames, args.topology, args.repeat,
@@ -143,12 +161,13 @@ def main():
             print(f"  blender {b['s_per_frame']:.3f} s/frame, drape "
                   f"{d['sim_ms_per_frame']:.1f} ms/frame", file=sys.stderr, flush=True)
 
+    versions["drape_solver_fields"] = dict(solver_fields)
     (work / "results.json").write_text(json.dumps({"versions": versions, "rows": rows}, indent=1))
 
     print(f"Blender: {versions['blender']}, cloth mesh {args.topology}, defaults (Cotton preset), "
           f"{args.blender_threads or 'all'} threads; "
           f"Drape: {versions['drape']} ({versions['drape_git']}), {args.substeps} substeps x 1 "
-          f"iteration; {args.frames} frames at 24 fps; best of {args.repeat}. "
+          f"iteration{''.join(f', {k} {v}' for k, v in solver_fields)}; {args.frames} frames at 24 fps; best of {args.repeat}. "
           f"Penetrations: last frame / most at any frame.\n")
     print("| N | vertices | Blender quality | Blender s/frame | Blender max stretch (last frame) "
           "| Blender penetrations | Drape ms/frame | Drape max stretch (last frame) "
