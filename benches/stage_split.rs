@@ -103,28 +103,35 @@ fn print_split(
             hash = hash.wrapping_mul(0x0100_0000_01b3);
         }
     }
-    let worst = (solver.model().stretch.iter())
-        .map(|c| {
-            let [i, j] = c.particles.map(|i| i as usize);
-            x[i].distance(x[j]) / c.rest_length_m - 1.0
-        })
-        .fold(0.0, f32::max);
+    let edges = (solver.model().stretch.iter()).map(|c| (c.particles, c.rest_length_m));
+    let (worst, _) = drape::stats::edge_stretch(x, edges);
+    let span = |pairs: &[(&str, Duration, Duration)]| -> String {
+        (pairs.iter())
+            .map(|(name, a, b)| format!("{name} {:.1}", ms(*b - *a)))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let stages = span(&[
+        ("kinematics", a.kinematics, b.kinematics),
+        ("predict", a.predict, b.predict),
+        ("contacts", a.contacts, b.contacts),
+        ("project", a.project, b.project),
+    ]);
+    let kinds = span(&[
+        ("attachments", ka.attachments, kb.attachments),
+        ("span", ka.span_limits, kb.span_limits),
+        ("stretch", ka.stretch, kb.stretch),
+        ("shear", ka.shear, kb.shear),
+        ("bend", ka.bend, kb.bend),
+        ("contacts", ka.contacts, kb.contacts),
+    ]);
+    let after = span(&[
+        ("velocities", a.velocities, b.velocities),
+        ("check", a.check, b.check),
+    ]);
     println!(
-        "frame {frame:.1} ms | kinematics {:.1} predict {:.1} contacts {:.1} project {:.1} \
-         (attachments {:.1} span {:.1} stretch {:.1} shear {:.1} bend {:.1} contacts {:.1}) \
-         velocities {:.1} check {:.1} | max stretch {:.2} % | hash {hash:016x}",
-        ms(b.kinematics - a.kinematics),
-        ms(b.predict - a.predict),
-        ms(b.contacts - a.contacts),
-        ms(b.project - a.project),
-        ms(kb.attachments - ka.attachments),
-        ms(kb.span_limits - ka.span_limits),
-        ms(kb.stretch - ka.stretch),
-        ms(kb.shear - ka.shear),
-        ms(kb.bend - ka.bend),
-        ms(kb.contacts - ka.contacts),
-        ms(b.velocities - a.velocities),
-        ms(b.check - a.check),
+        "frame {frame:.1} ms | {stages} ({kinds}) {after} | max stretch {:.2} % | hash \
+         {hash:016x}",
         worst * 100.0,
     );
 }
