@@ -1433,6 +1433,7 @@ pub fn bake_at(
                     body_vertices: ms(k.body_vertices),
                     contacts: ms(k.contacts),
                     self_contacts: ms(k.self_contacts),
+                    pipelined: ms(k.pipelined),
                 }
             },
         },

@@ -308,6 +308,19 @@ impl<'a, T> SharedSlice<'a, T> {
         // SAFETY: in bounds and used by this caller alone, by the caller's contract.
         unsafe { &mut *self.ptr.add(i) }
     }
+
+    /// Elements `range`, mutably.
+    ///
+    /// # Safety
+    /// `range` lies within `0..len`, and no other thread or live reference uses those elements
+    /// while the returned slice lives.
+    #[inline]
+    #[allow(clippy::mut_from_ref)]
+    pub(crate) unsafe fn range_mut(&self, range: std::ops::Range<usize>) -> &'a mut [T] {
+        assert!(range.start <= range.end && range.end <= self.len);
+        // SAFETY: in bounds (checked) and used by this caller alone, by the caller's contract.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.add(range.start), range.len()) }
+    }
 }
 
 impl SharedSlice<'_, Vec3> {

@@ -385,25 +385,89 @@ pub(crate) fn project_span_limits(
     pass: Pass,
 ) {
     sweep(limits, lambdas, levels, pass, |c, l| {
-        let mut chunks = c.chunks_exact(LANES).zip(l.chunks_exact_mut(LANES));
-        for (c, l) in &mut chunks {
-            span_lanes(x, w, c, l);
+        span_run(x, w, c, l);
+        Counts::default()
+    });
+}
+
+/// Projects a run of span limits that share no particle: lanes, and the tail one at a time.
+fn span_run(x: SharedSlice<'_, Vec3>, w: &[Real], c: &[SpanLimit], l: &mut [Real]) {
+    let mut chunks = c.chunks_exact(LANES).zip(l.chunks_exact_mut(LANES));
+    for (c, l) in &mut chunks {
+        span_lanes(x, w, c, l);
+    }
+    let done = c.len() - c.len() % LANES;
+    for (c, l) in c[done..].iter().zip(&mut l[done..]) {
+        let [a, b] = c.particles.map(|i| i as usize);
+        // SAFETY: as in `shear_one`.
+        let p = unsafe { [x.get(a), x.get(b)] };
+        if let Outcome::Move([da, db]) = solve_span_limit(p, [w[a], w[b]], c.max_length_m, l) {
+            // SAFETY: as above.
+            unsafe {
+                x.add(a, da);
+                x.add(b, db);
+            }
         }
-        let done = c.len() - c.len() % LANES;
-        for (c, l) in c[done..].iter().zip(&mut l[done..]) {
-            let [a, b] = c.particles.map(|i| i as usize);
-            // SAFETY: as in `shear_one`.
-            let p = unsafe { [x.get(a), x.get(b)] };
-            if let Outcome::Move([da, db]) = solve_span_limit(p, [w[a], w[b]], c.max_length_m, l) {
-                // SAFETY: as above.
-                unsafe {
-                    x.add(a, da);
-                    x.add(b, db);
+    }
+}
+
+/// The four kinds' sorted lists and multipliers for [`project_pipelined`], in the sweep's
+/// order.
+pub(crate) struct Kinds<'a> {
+    pub span_limits: (&'a [SpanLimit], &'a mut [Real]),
+    pub stretch: (&'a [Distance], &'a mut [Real]),
+    pub shear: (&'a [Shear], &'a mut [Real]),
+    pub bend: (&'a [Bend], &'a mut [Real]),
+}
+
+/// Projects the span limits, stretch, shear and bending once, on two threads through the
+/// `pipeline`'s parts ([`crate::pipeline`]): bit for bit the serial sweep of each list in its
+/// order, the kinds one after another (the levels run backward when `pass.reverse`). Each list
+/// is sorted into the levels the pipeline was built from. Returns the counts of the stretch,
+/// shear and bending (span limits count nothing).
+pub(crate) fn project_pipelined(
+    x: SharedSlice<'_, Vec3>,
+    w: &[Real],
+    kinds: Kinds<'_>,
+    pipeline: &crate::pipeline::Pipeline,
+    pass: Pass,
+    stretch: StretchPass,
+) -> [Counts; 3] {
+    let Kinds {
+        span_limits: (span, l_span),
+        stretch: (edges, l_stretch),
+        shear: (shear, l_shear),
+        bend: (bend, l_bend),
+    } = kinds;
+    let (l_span, l_stretch) = (SharedSlice::new(l_span), SharedSlice::new(l_stretch));
+    let (l_shear, l_bend) = (SharedSlice::new(l_shear), SharedSlice::new(l_bend));
+    let counts = pipeline.sweep(pass.reverse, |part, acc: &mut [Counts; 3]| {
+        let r = part.range();
+        // SAFETY: the parts running at once on the two threads share no particle (a part
+        // waits for every earlier part of the other thread that shares one, and a level's two
+        // parts share none) and cover distinct ranges of each list, so no element of `x` or of
+        // a multiplier list is used by both; the indices were checked when the solver was
+        // built, and `range_mut` checks the range.
+        unsafe {
+            match part.kind {
+                0 => span_run(x, w, &span[r.clone()], l_span.range_mut(r)),
+                1 => {
+                    let l = l_stretch.range_mut(r.clone());
+                    acc[0] = acc[0].merge(stretch_run(x, w, &edges[r], l, pass.h, stretch));
+                }
+                2 => {
+                    let d = shear_run(x, w, &shear[r.clone()], l_shear.range_mut(r), pass.h);
+                    acc[1] = acc[1].merge(Counts::skipped(d));
+                }
+                _ => {
+                    let d = bend_run(x, w, &bend[r.clone()], l_bend.range_mut(r), pass.h);
+                    acc[2] = acc[2].merge(Counts::skipped(d));
                 }
             }
         }
-        Counts::default()
     });
+    let [a, b] = counts;
+    [0, 1, 2].map(|k| a[k].merge(b[k]))
 }
 
 /// Runs `run` over each level of `items`, in order or backward; a large level in chunks on

@@ -29,6 +29,7 @@ pub mod material;
 pub mod math;
 pub mod mesh;
 pub mod paint;
+pub mod pipeline;
 pub mod preset;
 pub mod proxy;
 pub mod scene;

@@ -62,6 +62,7 @@ use crate::levels::{self, Counts, Levels};
 use crate::material::ClothConstraints;
 pub use crate::material::Membrane;
 use crate::math::{Real, Vec3};
+use crate::pipeline::{Halves, Pipeline};
 use crate::self_collision::SelfCollision;
 
 /// Most substeps per frame.
@@ -140,6 +141,15 @@ pub struct SolverSettings {
     /// solver.md, "Vector sweeps"). On by default; off projects every kind one at a time.
     /// Ignored with [`Self::parallel_projection`], which batches the constraints its own way.
     pub vector_sweeps: bool,
+    /// Sweep the span limits, stretch, shear and bending on two threads at once, the cloth cut
+    /// in two halves, each level of each kind split between them, each thread waiting only for
+    /// the other half's constraints that share a particle with its next ones (see
+    /// [`crate::pipeline`]). The same numbers, bit for bit, as the vector sweeps. Applies when
+    /// [`Self::vector_sweeps`] and [`Self::parallel`] are on, rayon's pool has at least two
+    /// threads when the solver is built, the four kinds are swept (not solved globally) with the
+    /// membrane per edge, [`Self::warm_start`] is 0, and each kind's own order has room for levels
+    /// ([`crate::levels::MIN_LEVEL_WIDTH`]); otherwise ignored. On by default.
+    pub pipelined_sweeps: bool,
     /// How the stretch constraints are projected in each sweep: one Gauss–Seidel pass
     /// ([`StretchSolve::Sweep`], the default), or all of them together by conjugate gradients
     /// ([`StretchSolve::Global`], see [`crate::global_stretch`]), which holds stiff fabrics to
@@ -202,6 +212,7 @@ impl Default for SolverSettings {
             parallel: true,
             parallel_projection: false,
             vector_sweeps: true,
+            pipelined_sweeps: true,
             stretch_solve: StretchSolve::Sweep,
             bend_solve: StretchSolve::Sweep,
             shear_solve: StretchSolve::Sweep,
@@ -600,6 +611,9 @@ pub struct ProjectTimes {
     pub contacts: Duration,
     /// Cloth–cloth contacts.
     pub self_contacts: Duration,
+    /// Span limits, stretch, shear and bending projected together on two threads
+    /// ([`SolverSettings::pipelined_sweeps`]); their own fields then hold nothing.
+    pub pipelined: Duration,
 }
 
 /// A stopwatch that charges the time since its last split to one of several totals.
@@ -713,6 +727,8 @@ pub struct Solver {
     bend_levels: Option<Levels>,
     stretch_levels: Option<Levels>,
     span_levels: Option<Levels>,
+    /// The two threads' parts of the four levelled kinds ([`SolverSettings::pipelined_sweeps`]).
+    pipeline: Option<Pipeline>,
     /// Whether the tethers can be projected in any order, or at once: each moves a particle of
     /// its own (no two tethers share one) and reads a pinned anchor, which no tether moves.
     tethers_apart: bool,
@@ -1115,22 +1131,38 @@ impl Solver {
             || (model.membrane == Membrane::Triangles
                 && settings.stretch_solve == StretchSolve::Global);
         let edges = model.membrane == Membrane::Edges;
-        let stretch_levels = (sweeping(settings.stretch_solve) && edges)
+        // Pipelined: all four kinds, or none. Not with the warm start, whose pass runs in the
+        // lists' order (which the pipeline regroups).
+        let pipeline = (settings.pipelined_sweeps
+            && settings.parallel
+            && rayon::current_num_threads() >= 2
+            && settings.warm_start == 0.0
+            && edges
+            && sweeping(settings.stretch_solve)
+            && sweeping(settings.bend_solve)
+            && !shear_global)
+            .then(|| pipelined_levels(&mut model))
+            .flatten();
+        // The pipeline's kinds are grouped by thread, not by level: no levels of their own.
+        let unpiped = pipeline.is_none();
+        let stretch_levels = (unpiped && sweeping(settings.stretch_solve) && edges)
             .then(|| {
                 Levels::if_wide(&mut model.stretch, |c| c.particles, n)
                     .or_else(|| layered_if_wide(&mut model.stretch, &model.pins, &model.attach, n))
             })
             .flatten();
-        let span_levels = vector
+        let span_levels = (unpiped && vector)
             .then(|| Levels::if_wide(&mut model.span_limits, |c| c.particles, n))
             .flatten();
         // With the membrane per triangle the triangle rows carry the stretch: no colours.
-        let shear_levels = (vector && !shear_global).then(|| {
-            Levels::if_wide(&mut model.shear, |c| c.particles, n)
-                .or_else(|| edges.then(|| Levels::colours(&mut model.shear, |c| c.particles, n)))
-        });
-        let shear_levels = shear_levels.flatten();
-        let bend_levels = sweeping(settings.bend_solve).then(|| {
+        let shear_levels = (unpiped && vector && !shear_global)
+            .then(|| {
+                Levels::if_wide(&mut model.shear, |c| c.particles, n).or_else(|| {
+                    edges.then(|| Levels::colours(&mut model.shear, |c| c.particles, n))
+                })
+            })
+            .flatten();
+        let bend_levels = (unpiped && sweeping(settings.bend_solve)).then(|| {
             Levels::if_wide(&mut model.bend, |c| c.particles, n)
                 .unwrap_or_else(|| Levels::colours(&mut model.bend, |c| c.particles, n))
         });
@@ -1200,6 +1232,7 @@ impl Solver {
             bend_levels,
             stretch_levels,
             span_levels,
+            pipeline,
             tethers_apart,
             global_stretch: GlobalStretch::default(),
             global_bend: GlobalBend::default(),
@@ -1523,6 +1556,7 @@ impl Solver {
             bend_levels,
             stretch_levels,
             span_levels,
+            pipeline,
             tethers_apart,
             global_stretch,
             global_bend,
@@ -1715,112 +1749,146 @@ impl Solver {
                 );
             }
             laps.split(&mut kinds.attachments);
-            match span_levels.as_ref() {
-                Some(levels) => {
-                    let (limits, xs) = (&model.span_limits, SharedSlice::new(x));
-                    levels::project_span_limits(xs, w, limits, lambda_span, levels, pass);
+            if let Some(pipeline) = pipeline.as_ref() {
+                let span_piped = pipeline.covers(0);
+                if !span_piped {
+                    project_span_limits(x, w, &model.span_limits, lambda_span, reverse);
+                    laps.split(&mut kinds.span_limits);
                 }
-                None => project_span_limits(x, w, &model.span_limits, lambda_span, reverse),
-            }
-            laps.split(&mut kinds.span_limits);
-            // With the membrane per triangle the edges are only measured; the yarn strains are
-            // among the triangle constraints, solved with the shear (globally when either the
-            // stretch or the shear solve is global).
-            let edges = model.membrane == Membrane::Edges;
-            let global = edges && settings.stretch_solve == StretchSolve::Global;
-            if global {
-                let g = global_stretch.solve(x, w, &model.stretch, lambda_stretch, h, it as usize);
-                report.degenerate += g.degenerate as u64;
-                report.stretch_cg_iterations += g.iterations as u64;
+                let span: (&[SpanLimit], &mut [Real]) = if span_piped {
+                    (&model.span_limits, &mut lambda_span[..])
+                } else {
+                    (&[], &mut [])
+                };
+                let lists = levels::Kinds {
+                    span_limits: span,
+                    stretch: (&model.stretch, &mut lambda_stretch[..]),
+                    shear: (&model.shear, &mut lambda_shear[..]),
+                    bend: (&model.bend, &mut lambda_bend[..]),
+                };
+                let relax = levels::StretchPass {
+                    omega: settings.stretch_relaxation,
+                    inv_h2: 1.0 / (h * h),
+                    residual: last,
+                };
+                let xs = SharedSlice::new(x);
+                let [stretch, shear, bend] =
+                    levels::project_pipelined(xs, w, lists, pipeline, pass, relax);
                 if last {
-                    report.max_residual_m = g.max_violation;
+                    report.max_residual_m = stretch.max_residual_m;
                 }
-            }
-            let xs = SharedSlice::new(x);
-            let omega = settings.stretch_relaxation;
-            let inv_h2 = 1.0 / (h * h);
-            // SAFETY (the three kinds below): each closure reads and writes only the particles
-            // of its own constraint, whose indices `Solver::new` checked; within a colour or a
-            // level no two constraints share a particle (`Batches`, `Levels`), and serially there
-            // is one thread.
-            let levelled = stretch_levels.as_ref().filter(|_| !global && edges);
-            let relax = levels::StretchPass {
-                omega,
-                inv_h2,
-                residual: last,
-            };
-            let stretch = if let Some(levels) = levelled {
-                let stretch = &model.stretch;
-                levels::project_stretch(xs, w, stretch, lambda_stretch, levels, pass, relax)
+                report.degenerate += stretch.degenerate + shear.degenerate + bend.degenerate;
+                laps.split(&mut kinds.pipelined);
             } else {
-                project_kind(
-                    if global || !edges {
-                        &[]
-                    } else {
-                        &model.stretch
-                    },
-                    lambda_stretch,
-                    batches
-                        .as_ref()
-                        .filter(|_| !global && edges)
-                        .map(|b| &b.stretch),
-                    reverse,
-                    xs,
-                    |c, l, x| levels::stretch_one(x, w, c, l, h, relax),
-                )
-            };
-            if last && !global {
-                report.max_residual_m = stretch.max_residual_m;
-            }
-            laps.split(&mut kinds.stretch);
-            let global_shearing = settings.shear_solve == StretchSolve::Global
-                || (!edges && settings.stretch_solve == StretchSolve::Global);
-            let shear = if let Some(levels) = shear_levels.as_ref().filter(|_| !global_shearing) {
-                levels::project_shear(xs, w, &model.shear, lambda_shear, levels, pass)
-            } else {
-                project_kind(
-                    if global_shearing { &[] } else { &model.shear },
-                    lambda_shear,
-                    batches
-                        .as_ref()
-                        .filter(|_| !global_shearing)
-                        .map(|b| &b.shear),
-                    reverse,
-                    xs,
-                    |c, l, x| Counts::skipped(levels::shear_one(x, w, c, l, h)),
-                )
-            };
-            laps.split(&mut kinds.shear);
-            let global_bending = settings.bend_solve == StretchSolve::Global;
-            let bend = if let Some(levels) = bend_levels.as_ref().filter(|_| !global_bending) {
-                levels::project_bend(xs, w, &model.bend, lambda_bend, levels, pass)
-            } else {
-                project_kind(
-                    if global_bending { &[] } else { &model.bend },
-                    lambda_bend,
-                    batches
-                        .as_ref()
-                        .filter(|_| !global_bending)
-                        .map(|b| &b.bend),
-                    reverse,
-                    xs,
-                    |c, l, x| Counts::skipped(levels::bend_one(x, w, c, l, h)),
-                )
-            };
-            laps.split(&mut kinds.bend);
-            if global_shearing {
-                let g = global_shear.solve(x, w, &model.shear, lambda_shear, h, it as usize);
-                report.degenerate += g.degenerate as u64;
-                report.shear_cg_iterations += g.iterations as u64;
+                match span_levels.as_ref() {
+                    Some(levels) => {
+                        let (limits, xs) = (&model.span_limits, SharedSlice::new(x));
+                        levels::project_span_limits(xs, w, limits, lambda_span, levels, pass);
+                    }
+                    None => project_span_limits(x, w, &model.span_limits, lambda_span, reverse),
+                }
+                laps.split(&mut kinds.span_limits);
+                // With the membrane per triangle the edges are only measured; the yarn strains are
+                // among the triangle constraints, solved with the shear (globally when either the
+                // stretch or the shear solve is global).
+                let edges = model.membrane == Membrane::Edges;
+                let global = edges && settings.stretch_solve == StretchSolve::Global;
+                if global {
+                    let g =
+                        global_stretch.solve(x, w, &model.stretch, lambda_stretch, h, it as usize);
+                    report.degenerate += g.degenerate as u64;
+                    report.stretch_cg_iterations += g.iterations as u64;
+                    if last {
+                        report.max_residual_m = g.max_violation;
+                    }
+                }
+                let xs = SharedSlice::new(x);
+                let omega = settings.stretch_relaxation;
+                let inv_h2 = 1.0 / (h * h);
+                // SAFETY (the three kinds below): each closure reads and writes only the particles
+                // of its own constraint, whose indices `Solver::new` checked; within a colour or a
+                // level no two constraints share a particle (`Batches`, `Levels`), and serially there
+                // is one thread.
+                let levelled = stretch_levels.as_ref().filter(|_| !global && edges);
+                let relax = levels::StretchPass {
+                    omega,
+                    inv_h2,
+                    residual: last,
+                };
+                let stretch = if let Some(levels) = levelled {
+                    let stretch = &model.stretch;
+                    levels::project_stretch(xs, w, stretch, lambda_stretch, levels, pass, relax)
+                } else {
+                    project_kind(
+                        if global || !edges {
+                            &[]
+                        } else {
+                            &model.stretch
+                        },
+                        lambda_stretch,
+                        batches
+                            .as_ref()
+                            .filter(|_| !global && edges)
+                            .map(|b| &b.stretch),
+                        reverse,
+                        xs,
+                        |c, l, x| levels::stretch_one(x, w, c, l, h, relax),
+                    )
+                };
+                if last && !global {
+                    report.max_residual_m = stretch.max_residual_m;
+                }
+                laps.split(&mut kinds.stretch);
+                let global_shearing = settings.shear_solve == StretchSolve::Global
+                    || (!edges && settings.stretch_solve == StretchSolve::Global);
+                let shear = if let Some(levels) = shear_levels.as_ref().filter(|_| !global_shearing)
+                {
+                    levels::project_shear(xs, w, &model.shear, lambda_shear, levels, pass)
+                } else {
+                    project_kind(
+                        if global_shearing { &[] } else { &model.shear },
+                        lambda_shear,
+                        batches
+                            .as_ref()
+                            .filter(|_| !global_shearing)
+                            .map(|b| &b.shear),
+                        reverse,
+                        xs,
+                        |c, l, x| Counts::skipped(levels::shear_one(x, w, c, l, h)),
+                    )
+                };
                 laps.split(&mut kinds.shear);
-            }
-            if global_bending {
-                let g = global_bend.solve(x, w, &model.bend, lambda_bend, h, it as usize);
-                report.degenerate += g.degenerate as u64;
-                report.bend_cg_iterations += g.iterations as u64;
+                let global_bending = settings.bend_solve == StretchSolve::Global;
+                let bend = if let Some(levels) = bend_levels.as_ref().filter(|_| !global_bending) {
+                    levels::project_bend(xs, w, &model.bend, lambda_bend, levels, pass)
+                } else {
+                    project_kind(
+                        if global_bending { &[] } else { &model.bend },
+                        lambda_bend,
+                        batches
+                            .as_ref()
+                            .filter(|_| !global_bending)
+                            .map(|b| &b.bend),
+                        reverse,
+                        xs,
+                        |c, l, x| Counts::skipped(levels::bend_one(x, w, c, l, h)),
+                    )
+                };
                 laps.split(&mut kinds.bend);
+                if global_shearing {
+                    let g = global_shear.solve(x, w, &model.shear, lambda_shear, h, it as usize);
+                    report.degenerate += g.degenerate as u64;
+                    report.shear_cg_iterations += g.iterations as u64;
+                    laps.split(&mut kinds.shear);
+                }
+                if global_bending {
+                    let g = global_bend.solve(x, w, &model.bend, lambda_bend, h, it as usize);
+                    report.degenerate += g.degenerate as u64;
+                    report.bend_cg_iterations += g.iterations as u64;
+                    laps.split(&mut kinds.bend);
+                }
+                report.degenerate += stretch.degenerate + shear.degenerate + bend.degenerate;
             }
-            report.degenerate += stretch.degenerate + shear.degenerate + bend.degenerate;
             if vertex_contacts {
                 body_vertex.project(x, w, max_push);
                 laps.split(&mut kinds.body_vertices);
@@ -1918,6 +1986,55 @@ impl Solver {
 /// particles (or, with neither, from the first particle), kept when that order holds at least
 /// [`crate::levels::MIN_LEVEL_WIDTH`] edges per level on average; otherwise `None` and
 /// `stretch` untouched.
+/// The pipeline's parts of the four kinds (span limits, stretch, shear, bending), each levelled
+/// in its own order and each level split between the two halves of [`Halves`], and `model`'s
+/// lists regrouped to match (each level's first half, level after level, then each level's
+/// second half). Span limits whose levels are narrower than [`levels::MIN_LEVEL_WIDTH`] are
+/// left out (and in their order). `None`, `model` untouched, when the stretch's, shear's or
+/// bending's levels are that narrow or one half has no work.
+fn pipelined_levels(model: &mut ClothModel) -> Option<Pipeline> {
+    use crate::pipeline::{padded, KindParts, KINDS};
+    let n = model.positions.len();
+    let halves = Halves::new(&model.positions);
+    let (mut span, mut stretch) = (model.span_limits.clone(), model.stretch.clone());
+    let (mut shear, mut bend) = (model.shear.clone(), model.bend.clone());
+    // Span limits too few per level stay out, in their order, and are projected one at a time
+    // before the pipeline (as without it).
+    let span_levels = Levels::if_wide(&mut span, |c| c.particles, n);
+    if span_levels.is_none() {
+        span.clear();
+    }
+    let levels = [
+        span_levels.unwrap_or_default(),
+        Levels::if_wide(&mut stretch, |c| c.particles, n)?,
+        Levels::if_wide(&mut shear, |c| c.particles, n)?,
+        Levels::if_wide(&mut bend, |c| c.particles, n)?,
+    ];
+    let parts = [
+        halves.split_levels(&mut span, &levels[0], |c| c.particles),
+        halves.split_levels(&mut stretch, &levels[1], |c| c.particles),
+        halves.split_levels(&mut shear, &levels[2], |c| c.particles),
+        halves.split_levels(&mut bend, &levels[3], |c| c.particles),
+    ];
+    let stencils: [Vec<[u32; 4]>; KINDS] = [
+        span.iter().map(|c| padded(c.particles)).collect(),
+        stretch.iter().map(|c| padded(c.particles)).collect(),
+        shear.iter().map(|c| padded(c.particles)).collect(),
+        bend.iter().map(|c| padded(c.particles)).collect(),
+    ];
+    let kinds: [KindParts<'_>; KINDS] = std::array::from_fn(|k| KindParts {
+        stencils: &stencils[k],
+        levels: &parts[k],
+    });
+    let pipeline = Pipeline::new(&kinds, n)?;
+    if pipeline.covers(0) {
+        model.span_limits = span;
+    }
+    model.stretch = stretch;
+    (model.shear, model.bend) = (shear, bend);
+    Some(pipeline)
+}
+
 fn layered_if_wide(
     stretch: &mut Vec<Distance>,
     pins: &[Pin],
@@ -2272,7 +2389,12 @@ mod tests {
         // The levels of the mesh's own order.
         let mut in_order = m.stretch.clone();
         let own = Levels::new(&mut in_order, |c| c.particles, grid.positions.len());
-        let s = Solver::new(SolverSettings::default(), m, None).unwrap();
+        // (Pipelined, the lists are regrouped by thread: `tests/parallel.rs`.)
+        let settings = SolverSettings {
+            pipelined_sweeps: false,
+            ..Default::default()
+        };
+        let s = Solver::new(settings, m, None).unwrap();
         assert_eq!(
             s.stretch_levels.as_ref().map(Levels::count),
             Some(own.count())

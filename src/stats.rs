@@ -108,6 +108,9 @@ pub struct ProjectMs {
     pub contacts: f64,
     /// Cloth–cloth contacts.
     pub self_contacts: f64,
+    /// Span limits, stretch, shear and bending projected together on two threads
+    /// (`pipelined_sweeps`); their own fields then hold nothing.
+    pub pipelined: f64,
 }
 
 /// The stats report written by `drape bake --stats`.

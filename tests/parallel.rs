@@ -195,3 +195,60 @@ fn parallel_tethers_give_exactly_the_serial_result() {
         "1 vs 4 threads differ"
     );
 }
+
+/// With two or more threads the span limits, stretch, shear and bending of a grid are swept by
+/// two threads at once (`pipelined_sweeps`, on by default): the same positions, bit for bit, as
+/// the vector sweeps, on pools of 2 and 3 threads (on one thread the solver does not pipeline).
+#[test]
+fn pipelined_sweeps_give_exactly_the_vector_sweeps() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    // At 48 × 48 the span limits are wide enough to join the pipeline; at 32 × 32 they are
+    // projected one at a time before it.
+    for (n, span_piped) in [(48, true), (32, false)] {
+        let mut loaded = sphere_drop(n, dir.path());
+        loaded.scene.solver.span_limit_slack = 0.0;
+        let run = |pipelined: bool, threads: usize| {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .expect("thread pool");
+            pool.install(|| {
+                let body = loaded.body_collider().expect("collider");
+                let (model, _) = loaded.build_model(body.as_ref());
+                let mut settings = loaded.scene.solver.clone();
+                settings.pipelined_sweeps = pipelined;
+                let mut solver = Solver::new(settings, model, body).expect("solver");
+                for _ in 0..FRAMES {
+                    solver.step_frame(1.0 / 24.0).expect("frame");
+                }
+                let kinds = solver.stage_times().project_kinds;
+                (solver.particles().x.clone(), kinds)
+            })
+        };
+        let (reference, kinds) = run(false, 2);
+        assert!(kinds.pipelined.is_zero() && !kinds.stretch.is_zero());
+        assert!(reference.iter().all(|p| p.is_finite()));
+        let (one, kinds) = run(true, 1);
+        assert!(
+            kinds.pipelined.is_zero(),
+            "N = {n}: pipelined on one thread"
+        );
+        assert!(
+            bits(&one) == bits(&reference),
+            "N = {n}: one thread differs"
+        );
+        for threads in [2, 3] {
+            let (x, kinds) = run(true, threads);
+            assert!(
+                !kinds.pipelined.is_zero()
+                    && kinds.stretch.is_zero()
+                    && kinds.span_limits.is_zero() == span_piped,
+                "N = {n}, {threads} threads: not pipelined as expected ({kinds:?})"
+            );
+            assert!(
+                bits(&x) == bits(&reference),
+                "N = {n}, {threads} threads: pipelined sweeps differ from the vector sweeps"
+            );
+        }
+    }
+}
