@@ -6,14 +6,14 @@
 //! ```sh
 //! cargo bench --bench stage_split -- walk 64 160 24      # the walking mannequin, a 64 × 160 skirt
 //! cargo bench --bench stage_split -- sphere 64 60 0      # the standard scene, N = 64, span limits 0
-//! cargo bench --bench stage_split -- sphere 64 60 0 pipelined   # the same, pipelined sweeps
+//! cargo bench --bench stage_split -- sphere 64 60 0 unpipelined # the same, without pipelined sweeps
 //! ```
 //!
 //! `walk RINGS SEGMENTS FRAMES` steps the walk's skirt (`drape demo --scene walk`) for FRAMES
 //! frames after its pre-roll; `sphere N FRAMES SLACK` steps the standard scene (`drape demo
 //! --scene sphere-drop --grid N`) for FRAMES frames from the start, with `span_limit_slack`
-//! SLACK (negative: no span limits), and with `pipelined` after SLACK the pipelined sweeps
-//! (`SolverSettings::pipelined_sweeps`). Both at 10 substeps. Prints one line: ms per frame, each
+//! SLACK (negative: no span limits), and with `unpipelined` after SLACK without the pipelined
+//! sweeps (`SolverSettings::pipelined_sweeps`, on by default). Both at 10 substeps. Prints one line: ms per frame, each
 //! stage and each projected kind in ms per frame, the largest edge stretch at the end (%) and
 //! the FNV-1a hash of the positions' bits. Build the same file at two commits and alternate.
 
@@ -62,10 +62,12 @@ fn main() {
             let n = number(1, 64.0) as u32;
             let slack = number(3, 0.0) as f32;
             let scene = write_demo(dir.path(), DemoScene::SphereDrop, Some(n));
-            let pipelined = args.get(4).map(String::as_str) == Some("pipelined");
+            let unpipelined = args.get(4).map(String::as_str) == Some("unpipelined");
             let loaded = load(scene, |l| {
                 l.scene.solver.span_limit_slack = slack;
-                l.scene.solver.pipelined_sweeps = pipelined;
+                if unpipelined {
+                    l.scene.solver.pipelined_sweeps = false;
+                }
             });
             let solver = loaded.build_solver().expect("solver").solver;
             (solver, number(2, 60.0) as u32, loaded.scene.timeline.fps)
@@ -146,7 +148,7 @@ fn print_split(
 fn usage(problem: &str) -> ! {
     eprintln!(
         "stage_split: {problem}\nusage: cargo bench --bench stage_split -- walk [RINGS SEGMENTS \
-         FRAMES] | sphere [N FRAMES SPAN_SLACK [pipelined]]"
+         FRAMES] | sphere [N FRAMES SPAN_SLACK [unpipelined]]"
     );
     std::process::exit(2);
 }

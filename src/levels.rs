@@ -429,7 +429,7 @@ pub(crate) fn project_pipelined(
     x: SharedSlice<'_, Vec3>,
     w: &[Real],
     kinds: Kinds<'_>,
-    pipeline: &crate::pipeline::Pipeline,
+    pipeline: &mut crate::pipeline::Pipeline,
     pass: Pass,
     stretch: StretchPass,
 ) -> [Counts; 3] {

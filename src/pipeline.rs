@@ -63,12 +63,56 @@ impl Part {
 }
 
 /// The two threads' parts of a forward and of a backward sweep.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default)]
 pub struct Pipeline {
     /// `plans[reverse][thread]`: the thread's parts in running order.
     plans: [[Vec<Part>; 2]; 2],
     /// Whether any part is of each kind.
     covered: [bool; KINDS],
+    /// Recent sweep times on two threads and on one, to choose between them.
+    pace: Pace,
+}
+
+/// Recent sweep times on two threads and on one ([`Pipeline::sweep`]).
+#[derive(Clone, Copy, Debug, Default)]
+struct Pace {
+    /// Sweeps run so far.
+    sweeps: u64,
+    /// Running averages of a sweep's wall time on two threads and on one (s); 0 until measured.
+    two_s: f64,
+    one_s: f64,
+}
+
+/// Every this many sweeps the way not chosen runs once, to measure it again.
+const PROBE_EVERY: u64 = 32;
+
+/// Weight of the newest sweep in [`Pace`]'s running averages.
+const PACE_WEIGHT: f64 = 0.2;
+
+impl Pace {
+    /// Whether the next sweep runs on two threads: the faster of the two recently, the other
+    /// one every [`PROBE_EVERY`] sweeps; the first sweep on two threads, the second on one.
+    fn two_threads(&self) -> bool {
+        match self.sweeps {
+            0 => true,
+            1 => false,
+            n => (self.two_s <= self.one_s) != (n % PROBE_EVERY == 0),
+        }
+    }
+
+    fn record(&mut self, two: bool, seconds: f64) {
+        let average = if two {
+            &mut self.two_s
+        } else {
+            &mut self.one_s
+        };
+        *average = if *average == 0.0 {
+            seconds
+        } else {
+            (1.0 - PACE_WEIGHT) * *average + PACE_WEIGHT * seconds
+        };
+        self.sweeps += 1;
+    }
 }
 
 /// One kind as [`Pipeline::new`] reads it: each constraint's particles (padded with
@@ -94,7 +138,11 @@ impl Pipeline {
         let plans = [false, true].map(|reverse| plan(kinds, particle_count, reverse));
         let covered =
             std::array::from_fn(|k| (plans[0].iter().flatten()).any(|p| p.kind as usize == k));
-        let pipeline = Self { plans, covered };
+        let pipeline = Self {
+            plans,
+            covered,
+            pace: Pace::default(),
+        };
         (pipeline
             .plans
             .iter()
@@ -109,21 +157,36 @@ impl Pipeline {
     }
 
     /// Runs one sweep: `run(part)` for every part, each after the parts it waits for, on two of
-    /// rayon's threads (or one, see the module's documentation). `run` gets the thread's
-    /// accumulator, which is returned for each thread.
+    /// rayon's threads (or one, see the module's documentation). `run` gets the list's
+    /// accumulator, which is returned for each list.
+    ///
+    /// A thread that waits for the other spins, so two threads are slower than one when the
+    /// other thread is often off its core (another program busy on a 2-core machine: the
+    /// standard scene's projection took 17–19 ms per frame on two threads against 11.5 on one).
+    /// So the sweep runs on two threads or on one, whichever took less time over the recent
+    /// sweeps, and the other way once every [`PROBE_EVERY`] sweeps to see whether that changed.
+    /// The numbers are the same either way; only the time differs.
     pub(crate) fn sweep<A: Default + Send>(
-        &self,
+        &mut self,
         reverse: bool,
         run: impl Fn(&Part, &mut A) + Sync,
     ) -> [A; 2] {
+        let two = self.pace.two_threads();
+        let started = std::time::Instant::now();
         let plan = self.parts(reverse);
-        let shared = Shared::default();
-        let worker = || work(plan, &shared, &run);
-        let (a, b) = rayon::join(worker, worker);
-        // Each thread's accumulator comes back from whichever task ran its parts.
-        let [a0, a1] = a;
-        let [b0, b1] = b;
-        [a0.or(b0), a1.or(b1)].map(Option::unwrap_or_default)
+        let out = if two {
+            let shared = Shared::default();
+            let worker = || work(plan, &shared, &run, false);
+            let (a, b) = rayon::join(worker, worker);
+            // Each list's accumulator comes back from whichever task ran it.
+            let [a0, a1] = a;
+            let [b0, b1] = b;
+            [a0.or(b0), a1.or(b1)]
+        } else {
+            work(plan, &Shared::default(), &run, true)
+        };
+        self.pace.record(two, started.elapsed().as_secs_f64());
+        out.map(Option::unwrap_or_default)
     }
 
     /// Whether any part is of `kind`.
@@ -218,21 +281,27 @@ const SPINS_BEFORE_YIELD: u32 = 1 << 12;
 
 /// One rayon task of a sweep: takes a thread's list (or nothing, when both are taken) and runs
 /// it, taking and running the other list as well if that one has not been taken when it must
-/// wait for it. Returns the accumulator of each list it ran, by list (no allocation: the solver
+/// wait for it; `alone`, runs both lists, in turn, on the calling thread. Returns the accumulator of each list it ran, by list (no allocation: the solver
 /// sweeps in its substep loop).
 fn work<A: Default>(
     plan: &[Vec<Part>; 2],
     shared: &Shared,
     run: &impl Fn(&Part, &mut A),
+    alone: bool,
 ) -> [Option<A>; 2] {
-    let me = shared.taken.fetch_add(1, Ordering::AcqRel) as usize;
+    // Alone: both lists, from the start.
+    let me = if alone {
+        0
+    } else {
+        shared.taken.fetch_add(1, Ordering::AcqRel) as usize
+    };
     if me >= 2 {
         return [None, None];
     }
     let other = 1 - me;
     let mut acc = [A::default(), A::default()];
     let mut next = [0usize; 2];
-    let mut both = false;
+    let mut both = alone;
     // The other thread's count as last read.
     let mut seen = 0u32;
     let mut spins = 0u32;
@@ -542,7 +611,7 @@ mod tests {
     fn pipelined_sweeps_are_the_serial_sweep_bit_for_bit_on_one_two_and_three_threads() {
         let built = Built::grid(16);
         let kinds = built.kinds();
-        let pipeline = Pipeline::new(&kinds, built.particles).expect("pipeline");
+        let mut pipeline = Pipeline::new(&kinds, built.particles).expect("pipeline");
         let start: Vec<Vec3> = (0..built.particles)
             .map(|p| Vec3::new(p as f32 * 0.37, 1.0 / (p + 1) as f32, (p % 7) as f32))
             .collect();

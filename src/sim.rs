@@ -1749,7 +1749,7 @@ impl Solver {
                 );
             }
             laps.split(&mut kinds.attachments);
-            if let Some(pipeline) = pipeline.as_ref() {
+            if let Some(pipeline) = pipeline.as_mut() {
                 let span_piped = pipeline.covers(0);
                 if !span_piped {
                     project_span_limits(x, w, &model.span_limits, lambda_span, reverse);
