@@ -143,9 +143,10 @@ fn collider_update(c: &mut Criterion) {
 
 /// Constraint projections per second (issue 8's throughput figure) and the stage split, at
 /// N = 32 … 256: the first 12 frames of the drape (fall and first contact, before a coarse
-/// substep count can fail at the large sizes), with three projections: every kind one at a
-/// time in the mesh's order, the default (the same order, four at a time in levels: the same
-/// numbers), and the batches. Printed, not timed by criterion: one run per configuration is minutes at
+/// substep count can fail at the large sizes), with four projections: every kind one at a
+/// time in the mesh's order, the vector sweeps (the same order, four at a time in levels: the
+/// same numbers), the default pipelined sweeps (the vector sweeps on two threads at once: the
+/// same numbers again), and the batches. Printed, not timed by criterion: one run per configuration is minutes at
 /// N = 256.
 fn throughput(_c: &mut Criterion) {
     if std::env::var_os("DRAPE_BENCH_THROUGHPUT").is_none() {
@@ -155,12 +156,13 @@ fn throughput(_c: &mut Criterion) {
     for n in [32u32, 64, 128, 256] {
         let dir = tempfile::tempdir().expect("temp dir");
         let loaded = load(n, dir.path());
-        for mode in ["one at a time", "vector sweeps", "batched"] {
+        for mode in ["one at a time", "vector sweeps", "pipelined", "batched"] {
             let body = loaded.body_collider().expect("collider");
             let (model, _) = loaded.build_model(body.as_ref());
             let mut settings = loaded.scene.solver.clone();
             settings.parallel_projection = mode == "batched";
-            settings.vector_sweeps = mode == "vector sweeps";
+            settings.vector_sweeps = mode == "vector sweeps" || mode == "pipelined";
+            settings.pipelined_sweeps = mode == "pipelined";
             let mut s = Solver::new(settings, model, body).expect("solver");
             let (mut projections, mut frames) = (0u64, 0u32);
             let t = Instant::now();
@@ -192,7 +194,7 @@ fn throughput(_c: &mut Criterion) {
             );
             let k = &st.project_kinds;
             eprintln!(
-                "    projection by kind, ms/frame: attachments {:.2}, span limits {:.2}, stretch {:.2}, shear {:.2}, bend {:.2}, body vertices {:.2}, contacts {:.2}, self-contacts {:.2}",
+                "    projection by kind, ms/frame: attachments {:.2}, span limits {:.2}, stretch {:.2}, shear {:.2}, bend {:.2}, body vertices {:.2}, contacts {:.2}, self-contacts {:.2}, pipelined {:.2}",
                 ms(k.attachments),
                 ms(k.span_limits),
                 ms(k.stretch),
@@ -201,6 +203,7 @@ fn throughput(_c: &mut Criterion) {
                 ms(k.body_vertices),
                 ms(k.contacts),
                 ms(k.self_contacts),
+                ms(k.pipelined),
             );
         }
     }

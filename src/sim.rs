@@ -147,8 +147,10 @@ pub struct SolverSettings {
     /// [`crate::pipeline`]). The same numbers, bit for bit, as the vector sweeps. Applies when
     /// [`Self::vector_sweeps`] and [`Self::parallel`] are on, rayon's pool has at least two
     /// threads when the solver is built, the four kinds are swept (not solved globally) with the
-    /// membrane per edge, [`Self::warm_start`] is 0, and each kind's own order has room for levels
-    /// ([`crate::levels::MIN_LEVEL_WIDTH`]); otherwise ignored. On by default.
+    /// membrane per edge, [`Self::warm_start`] is 0, each kind's own order has room for levels
+    /// ([`crate::levels::MIN_LEVEL_WIDTH`]) and the stretch's levels are wide enough to split
+    /// ([`crate::pipeline::MIN_LEVEL_WIDTH`]: grids from about 44 × 44); otherwise ignored. On by
+    /// default.
     pub pipelined_sweeps: bool,
     /// How the stretch constraints are projected in each sweep: one Gauss–Seidel pass
     /// ([`StretchSolve::Sweep`], the default), or all of them together by conjugate gradients
@@ -1750,18 +1752,8 @@ impl Solver {
             }
             laps.split(&mut kinds.attachments);
             if let Some(pipeline) = pipeline.as_mut() {
-                let span_piped = pipeline.covers(0);
-                if !span_piped {
-                    project_span_limits(x, w, &model.span_limits, lambda_span, reverse);
-                    laps.split(&mut kinds.span_limits);
-                }
-                let span: (&[SpanLimit], &mut [Real]) = if span_piped {
-                    (&model.span_limits, &mut lambda_span[..])
-                } else {
-                    (&[], &mut [])
-                };
                 let lists = levels::Kinds {
-                    span_limits: span,
+                    span_limits: (&model.span_limits, &mut lambda_span[..]),
                     stretch: (&model.stretch, &mut lambda_stretch[..]),
                     shear: (&model.shear, &mut lambda_shear[..]),
                     bend: (&model.bend, &mut lambda_bend[..]),
@@ -1989,27 +1981,25 @@ impl Solver {
 /// The pipeline's parts of the four kinds (span limits, stretch, shear, bending), each levelled
 /// in its own order and each level split between the two halves of [`Halves`], and `model`'s
 /// lists regrouped to match (each level's first half, level after level, then each level's
-/// second half). Span limits whose levels are narrower than [`levels::MIN_LEVEL_WIDTH`] are
-/// left out (and in their order). `None`, `model` untouched, when the stretch's, shear's or
-/// bending's levels are that narrow or one half has no work.
+/// second half). `None`, `model` untouched, when a kind's levels are narrower than
+/// [`levels::MIN_LEVEL_WIDTH`], the stretch's narrower than [`crate::pipeline::MIN_LEVEL_WIDTH`],
+/// or one half has no work.
 fn pipelined_levels(model: &mut ClothModel) -> Option<Pipeline> {
     use crate::pipeline::{padded, KindParts, KINDS};
     let n = model.positions.len();
     let halves = Halves::new(&model.positions);
     let (mut span, mut stretch) = (model.span_limits.clone(), model.stretch.clone());
     let (mut shear, mut bend) = (model.shear.clone(), model.bend.clone());
-    // Span limits too few per level stay out, in their order, and are projected one at a time
-    // before the pipeline (as without it).
-    let span_levels = Levels::if_wide(&mut span, |c| c.particles, n);
-    if span_levels.is_none() {
-        span.clear();
-    }
     let levels = [
-        span_levels.unwrap_or_default(),
+        Levels::if_wide(&mut span, |c| c.particles, n)?,
         Levels::if_wide(&mut stretch, |c| c.particles, n)?,
         Levels::if_wide(&mut shear, |c| c.particles, n)?,
         Levels::if_wide(&mut bend, |c| c.particles, n)?,
     ];
+    // Narrow levels split in two leave each thread too little per level.
+    if stretch.len() < crate::pipeline::MIN_LEVEL_WIDTH * levels[1].count() {
+        return None;
+    }
     let parts = [
         halves.split_levels(&mut span, &levels[0], |c| c.particles),
         halves.split_levels(&mut stretch, &levels[1], |c| c.particles),
@@ -2027,10 +2017,7 @@ fn pipelined_levels(model: &mut ClothModel) -> Option<Pipeline> {
         levels: &parts[k],
     });
     let pipeline = Pipeline::new(&kinds, n)?;
-    if pipeline.covers(0) {
-        model.span_limits = span;
-    }
-    model.stretch = stretch;
+    (model.span_limits, model.stretch) = (span, stretch);
     (model.shear, model.bend) = (shear, bend);
     Some(pipeline)
 }
