@@ -152,6 +152,11 @@ pub const PARTS: usize = 8;
 /// The part (slab) of each particle: [`PARTS`] slabs of equal particle count along the longest
 /// axis of `rest`'s bounding box (ties broken by index, so the split is deterministic).
 pub fn slabs(rest: &[Vec3]) -> Vec<u8> {
+    slabs_of(rest, PARTS)
+}
+
+/// As [`slabs`], with `parts` slabs (1 to 256).
+pub(crate) fn slabs_of(rest: &[Vec3], parts: usize) -> Vec<u8> {
     let n = rest.len();
     if n == 0 {
         return Vec::new();
@@ -175,7 +180,7 @@ pub fn slabs(rest: &[Vec3]) -> Vec<u8> {
     });
     let mut part = vec![0u8; n];
     for (rank, &i) in by_axis.iter().enumerate() {
-        part[i as usize] = (rank * PARTS / n) as u8;
+        part[i as usize] = (rank * parts / n) as u8;
     }
     part
 }

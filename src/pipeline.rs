@@ -374,29 +374,9 @@ pub(crate) struct Halves {
 impl Halves {
     /// See [`Halves`].
     pub(crate) fn new(positions: &[Vec3]) -> Self {
-        let n = positions.len();
-        let (lo, hi) = positions.iter().fold(
-            (Vec3::splat(f32::INFINITY), Vec3::splat(f32::NEG_INFINITY)),
-            |(lo, hi), p| (lo.min(*p), hi.max(*p)),
-        );
-        let extent = hi - lo;
-        let axis = if extent.x >= extent.y && extent.x >= extent.z {
-            0
-        } else if extent.y >= extent.z {
-            1
-        } else {
-            2
-        };
-        let mut by_axis: Vec<u32> = (0..n as u32).collect();
-        by_axis.sort_by(|&a, &b| {
-            let (pa, pb) = (positions[a as usize][axis], positions[b as usize][axis]);
-            pa.total_cmp(&pb).then(a.cmp(&b))
-        });
-        let mut side = vec![1u8; n];
-        for &p in &by_axis[..n / 2] {
-            side[p as usize] = 0;
+        Self {
+            side: crate::batch::slabs_of(positions, 2),
         }
-        Self { side }
     }
 
     /// A constraint's side: 0 when any of its particles is on side 0.

@@ -1751,17 +1751,17 @@ impl Solver {
                 );
             }
             laps.split(&mut kinds.attachments);
+            let relax = levels::StretchPass {
+                omega: settings.stretch_relaxation,
+                inv_h2: 1.0 / (h * h),
+                residual: last,
+            };
             if let Some(pipeline) = pipeline.as_mut() {
                 let lists = levels::Kinds {
                     span_limits: (&model.span_limits, &mut lambda_span[..]),
                     stretch: (&model.stretch, &mut lambda_stretch[..]),
                     shear: (&model.shear, &mut lambda_shear[..]),
                     bend: (&model.bend, &mut lambda_bend[..]),
-                };
-                let relax = levels::StretchPass {
-                    omega: settings.stretch_relaxation,
-                    inv_h2: 1.0 / (h * h),
-                    residual: last,
                 };
                 let xs = SharedSlice::new(x);
                 let [stretch, shear, bend] =
@@ -1795,18 +1795,11 @@ impl Solver {
                     }
                 }
                 let xs = SharedSlice::new(x);
-                let omega = settings.stretch_relaxation;
-                let inv_h2 = 1.0 / (h * h);
                 // SAFETY (the three kinds below): each closure reads and writes only the particles
                 // of its own constraint, whose indices `Solver::new` checked; within a colour or a
                 // level no two constraints share a particle (`Batches`, `Levels`), and serially there
                 // is one thread.
                 let levelled = stretch_levels.as_ref().filter(|_| !global && edges);
-                let relax = levels::StretchPass {
-                    omega,
-                    inv_h2,
-                    residual: last,
-                };
                 let stretch = if let Some(levels) = levelled {
                     let stretch = &model.stretch;
                     levels::project_stretch(xs, w, stretch, lambda_stretch, levels, pass, relax)

@@ -7,7 +7,7 @@ mod common;
 use drape::bake::LoadedScene;
 use drape::demo::{write_demo, DemoScene};
 use drape::math::{Real, Vec3};
-use drape::sim::Solver;
+use drape::sim::{ProjectTimes, Solver, SolverSettings};
 
 const FRAMES: u32 = 24;
 
@@ -21,6 +21,20 @@ fn sphere_drop(n: u32, dir: &std::path::Path) -> LoadedScene {
 /// Positions after `FRAMES` frames with the given parallel settings, on a rayon pool of
 /// `threads` threads.
 fn run(loaded: &LoadedScene, contacts: bool, projection: bool, threads: usize) -> Vec<Vec3> {
+    let edit = |s: &mut SolverSettings| {
+        s.parallel = contacts;
+        s.parallel_projection = projection;
+    };
+    bake(loaded, threads, edit).0
+}
+
+/// Positions and projection times after `FRAMES` frames with the scene's settings changed by
+/// `edit`, on a rayon pool of `threads` threads.
+fn bake(
+    loaded: &LoadedScene,
+    threads: usize,
+    edit: impl FnOnce(&mut SolverSettings) + Send,
+) -> (Vec<Vec3>, ProjectTimes) {
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .build()
@@ -29,15 +43,15 @@ fn run(loaded: &LoadedScene, contacts: bool, projection: bool, threads: usize) -
         let body = loaded.body_collider().expect("collider");
         let (model, _) = loaded.build_model(body.as_ref());
         let mut settings = loaded.scene.solver.clone();
-        settings.parallel = contacts;
-        settings.parallel_projection = projection;
+        edit(&mut settings);
         let mut solver = Solver::new(settings, model, body).expect("solver");
         let mut contacts_seen = 0;
         for _ in 0..FRAMES {
             contacts_seen += solver.step_frame(1.0 / 24.0).expect("frame").contacts;
         }
         assert!(contacts_seen > 0, "the cloth never reached the sphere");
-        solver.particles().x.clone()
+        let kinds = solver.stage_times().project_kinds;
+        (solver.particles().x.clone(), kinds)
     })
 }
 
@@ -144,7 +158,6 @@ fn global_stretch_with_batched_projection_is_deterministic() {
 fn parallel_tethers_give_exactly_the_serial_result() {
     use drape::material::build_tethers;
     use drape::mesh::Topology;
-    use drape::sim::SolverSettings;
     // 48 × 48 hanging from its top row: 2,256 tethers, more than one chunk of them.
     let n = 48;
     let mut mesh = drape::shapes::grid_cloth(0.5, n, 0.0);
@@ -209,22 +222,7 @@ fn pipelined_sweeps_give_exactly_the_vector_sweeps() {
         let mut loaded = sphere_drop(n, dir.path());
         loaded.scene.solver.span_limit_slack = 0.0;
         let run = |pipelined: bool, threads: usize| {
-            let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(threads)
-                .build()
-                .expect("thread pool");
-            pool.install(|| {
-                let body = loaded.body_collider().expect("collider");
-                let (model, _) = loaded.build_model(body.as_ref());
-                let mut settings = loaded.scene.solver.clone();
-                settings.pipelined_sweeps = pipelined;
-                let mut solver = Solver::new(settings, model, body).expect("solver");
-                for _ in 0..FRAMES {
-                    solver.step_frame(1.0 / 24.0).expect("frame");
-                }
-                let kinds = solver.stage_times().project_kinds;
-                (solver.particles().x.clone(), kinds)
-            })
+            bake(&loaded, threads, |s| s.pipelined_sweeps = pipelined)
         };
         let (reference, kinds) = run(false, 2);
         assert!(kinds.pipelined.is_zero() && !kinds.stretch.is_zero());
