@@ -19,13 +19,15 @@
 //! Any split gives those numbers; how often a thread waits depends on it. [`Halves`] cuts the
 //! cloth in two halves at the median along its longest axis, so the threads meet only along the
 //! cut. On the standard scene's 64 × 64 grid (its own, row by row, order) they wait for each
-//! other about 30 times per sweep, and the projection stage falls by about a fifth on two
-//! cores (docs/solver.md, "Pipelined sweeps").
+//! other 20–30 times per sweep, and the projection stage falls by about a fifth on two cores
+//! (docs/solver.md, "Pipelined sweeps").
 //!
-//! Both parts start as rayon tasks. Whichever task starts first takes the first part; if the
+//! The two lists start as rayon tasks. Whichever task starts first takes the first list; if the
 //! second has not started when the first must wait for it (a pool with one thread, or a busy
-//! one), the first takes it as well and runs the two parts' lists in turn, which never waits.
-//! So the sweep never deadlocks, whatever the pool.
+//! one), the first takes it as well and runs the two lists in turn, which never waits. So the
+//! sweep never deadlocks, whatever the pool. And since a waiting thread spins, a sweep runs on
+//! the calling thread alone, the two lists in turn, when that was faster over the recent sweeps
+//! (a core busy with another program; [`Pipeline::sweep`]).
 
 use std::ops::Range;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -277,8 +279,9 @@ const SPINS_BEFORE_YIELD: u32 = 1 << 12;
 
 /// One rayon task of a sweep: takes a thread's list (or nothing, when both are taken) and runs
 /// it, taking and running the other list as well if that one has not been taken when it must
-/// wait for it; `alone`, runs both lists, in turn, on the calling thread. Returns the accumulator of each list it ran, by list (no allocation: the solver
-/// sweeps in its substep loop).
+/// wait for it; `alone`, runs both lists, in turn, on the calling thread. Returns the
+/// accumulator of each list it ran, by list (no allocation: the solver sweeps in its substep
+/// loop).
 fn work<A: Default>(
     plan: &[Vec<Part>; 2],
     shared: &Shared,
