@@ -365,11 +365,12 @@ fn work<A: Default>(
     out
 }
 
-/// Which thread each particle's constraints go to: the cloth cut in two halves of equal count at
-/// the median of the rest positions along the axis of their largest extent (`side[p]` 0 below,
-/// 1 above; ties by index). A constraint goes to side 0 when any of its particles does. The two
-/// halves meet only along the cut, so in a grid's own order the threads wait for each other
-/// about once every two levels (a split by columns would chain them at every level).
+/// Which thread each particle's constraints go to: the cloth cut in two halves of equal count
+/// (side 0 one more when the count is odd) at the median of the rest positions along the axis of
+/// their largest extent (`side[p]` 0 below, 1 above; ties by index; `batch::slabs_of` with two
+/// slabs). A constraint goes to side 0 when any of its particles does. The two halves meet only
+/// along the cut: on the standard scene's 64 × 64 grid the threads wait for each other 20–30
+/// times in a sweep of about 2,000 levels.
 pub(crate) struct Halves {
     pub side: Vec<u8>,
 }

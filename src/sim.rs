@@ -1966,11 +1966,6 @@ impl Solver {
     }
 }
 
-/// The stretch in layers from where the load comes in ([`Levels::layered`]) when the mesh's own
-/// order has no room for levels: layered by distance in edges from the pinned and attached
-/// particles (or, with neither, from the first particle), kept when that order holds at least
-/// [`crate::levels::MIN_LEVEL_WIDTH`] edges per level on average; otherwise `None` and
-/// `stretch` untouched.
 /// The pipeline's parts of the four kinds (span limits, stretch, shear, bending), each levelled
 /// in its own order and each level split between the two halves of [`Halves`], and `model`'s
 /// lists regrouped to match (each level's first half, level after level, then each level's
@@ -2015,6 +2010,11 @@ fn pipelined_levels(model: &mut ClothModel) -> Option<Pipeline> {
     Some(pipeline)
 }
 
+/// The stretch in layers from where the load comes in ([`Levels::layered`]) when the mesh's own
+/// order has no room for levels: layered by distance in edges from the pinned and attached
+/// particles (or, with neither, from the first particle), kept when that order holds at least
+/// [`crate::levels::MIN_LEVEL_WIDTH`] edges per level on average; otherwise `None` and
+/// `stretch` untouched.
 fn layered_if_wide(
     stretch: &mut Vec<Distance>,
     pins: &[Pin],
