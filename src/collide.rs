@@ -349,6 +349,26 @@ impl BodyCollider {
         Some(self.surface_point(p, proj.point, tri, location))
     }
 
+    /// [`Self::query`], first within the distance of triangle `hint` (the particle's closest
+    /// one at its last query) when that is nearer than `max_distance_m`: the same answer,
+    /// from a descent of the BVH that prunes every box farther than the hint from the start.
+    ///
+    /// parry's descent visits the boxes in the same order under any bound, only skipping those
+    /// no nearer than the best so far, so it ends on the same triangle when the closest is
+    /// within the smaller bound; a hint that rounds below parry's own distance finds nothing,
+    /// and the full query answers.
+    fn query_from(&self, p: Vec3, max_distance_m: Real, hint: Option<u32>) -> Option<SurfacePoint> {
+        if let Some(tri) = hint.filter(|&t| (t as usize) < self.indices.len()) {
+            let d = self.distance_to(p, tri) * (1.0 + 1.0e-5) + 1.0e-6;
+            if d < max_distance_m {
+                if let Some(s) = self.query(p, d) {
+                    return Some(s);
+                }
+            }
+        }
+        self.query(p, max_distance_m)
+    }
+
     /// Fills `near` with the collider triangles within `reach + CANDIDATE_LOOKAHEAD_M` of
     /// `p`, nearest first: at most [`CANDIDATES`], the radius shrunk to the nearest one left out
     /// when there are more. Where the body is too finely meshed for the list to cover `reach`
@@ -695,7 +715,8 @@ impl BodyCollider {
                 Some(s)
             }
             None => {
-                let near = self.query(p, radius);
+                let near = self.query_from(p, radius, near_tris.closest);
+                near_tris.closest = near.map(|s| s.triangle);
                 if near.is_some_and(|s| s.signed_distance_m <= reach)
                     && Listed::new(near_tris, list_moved).may_gather(p)
                 {
@@ -1210,6 +1231,8 @@ struct Candidates {
     gathered: bool,
     /// The last closest triangle found by going through the list, and by how much it won.
     winner: Option<Winner>,
+    /// The closest triangle at the particle's last BVH query, if one was within its radius.
+    closest: Option<u32>,
 }
 
 /// A closest triangle found by going through a particle's [`Candidates`], kept so that the
