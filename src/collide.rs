@@ -1204,7 +1204,7 @@ pub const CANDIDATES: usize = 32;
 
 /// How much farther than the contact reach a particle's candidate triangles are gathered (m):
 /// the list stays valid while the particle and the body together move less than this.
-pub const CANDIDATE_LOOKAHEAD_M: Real = 0.015;
+pub const CANDIDATE_LOOKAHEAD_M: Real = 0.01;
 
 /// The body triangles near one particle: every collider triangle within `radius_m` of
 /// `centre_m` at the body's pose `pose_at` (at most [`CANDIDATES`]). While the particle stays
