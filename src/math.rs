@@ -5,7 +5,7 @@
 //! collision queries without conversion. Change [`Real`] and the aliases together to move the
 //! crate to another precision.
 
-pub use parry3d::math::{Mat3, Vec2, Vec3};
+pub use parry3d::math::{Mat3, Vec2, Vec3, Vec4};
 
 /// The floating-point type of every physical quantity in Drape.
 pub type Real = f32;

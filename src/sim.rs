@@ -61,7 +61,7 @@ use crate::global_stretch::{GlobalBend, GlobalShear, GlobalStretch};
 use crate::levels::{self, Counts, Levels};
 use crate::material::ClothConstraints;
 pub use crate::material::Membrane;
-use crate::math::{Real, Vec3};
+use crate::math::{Real, Vec3, Vec4};
 use crate::pipeline::{Halves, Pipeline};
 use crate::self_collision::SelfCollision;
 
@@ -731,6 +731,9 @@ pub struct Solver {
     span_levels: Option<Levels>,
     /// The two threads' parts of the four levelled kinds ([`SolverSettings::pipelined_sweeps`]).
     pipeline: Option<Pipeline>,
+    /// The positions padded to 16 bytes while the levelled kinds are swept (m, and the inverse
+    /// mass in `w`, kg⁻¹; empty unless every levelled kind has levels): [`levels::Positions`].
+    positions4: Vec<Vec4>,
     /// Whether the tethers can be projected in any order, or at once: each moves a particle of
     /// its own (no two tethers share one) and reads a pinned anchor, which no tether moves.
     tethers_apart: bool,
@@ -1168,6 +1171,13 @@ impl Solver {
             Levels::if_wide(&mut model.bend, |c| c.particles, n)
                 .unwrap_or_else(|| Levels::colours(&mut model.bend, |c| c.particles, n))
         });
+        // Every kind of the sweep's levelled block in levels of its own (or pipelined): swept
+        // in positions padded to 16 bytes ([`levels::Positions`]).
+        let padded = pipeline.is_some()
+            || (stretch_levels.is_some()
+                && shear_levels.is_some()
+                && bend_levels.is_some()
+                && (span_levels.is_some() || model.span_limits.is_empty()));
         let mut mass = model.mass_kg.clone();
         for pin in &model.pins {
             mass[pin.particle as usize] = 0.0;
@@ -1234,6 +1244,11 @@ impl Solver {
             bend_levels,
             stretch_levels,
             span_levels,
+            positions4: if padded {
+                vec![Vec4::ZERO; n]
+            } else {
+                Vec::new()
+            },
             pipeline,
             tethers_apart,
             global_stretch: GlobalStretch::default(),
@@ -1559,6 +1574,7 @@ impl Solver {
             stretch_levels,
             span_levels,
             pipeline,
+            positions4,
             tethers_apart,
             global_stretch,
             global_bend,
@@ -1763,14 +1779,46 @@ impl Solver {
                     shear: (&model.shear, &mut lambda_shear[..]),
                     bend: (&model.bend, &mut lambda_bend[..]),
                 };
-                let xs = SharedSlice::new(x);
+                // Padded to 16 bytes for the lanes' loads and stores, and back.
+                levels::pad_positions(positions4, x, w);
+                let xs = SharedSlice::new(&mut positions4[..]);
                 let [stretch, shear, bend] =
                     levels::project_pipelined(xs, w, lists, pipeline, pass, relax);
+                levels::unpad_positions(x, positions4);
                 if last {
                     report.max_residual_m = stretch.max_residual_m;
                 }
                 report.degenerate += stretch.degenerate + shear.degenerate + bend.degenerate;
                 laps.split(&mut kinds.pipelined);
+            } else if let (Some(stretch_levels), Some(shear_levels), Some(bend_levels), false) = (
+                stretch_levels.as_ref(),
+                shear_levels.as_ref(),
+                bend_levels.as_ref(),
+                positions4.is_empty(),
+            ) {
+                // Every kind in levels of its own: swept in the padded positions, as the
+                // pipeline does, and back.
+                levels::pad_positions(positions4, x, w);
+                let xs = SharedSlice::new(&mut positions4[..]);
+                if let Some(levels) = span_levels.as_ref() {
+                    let limits = &model.span_limits;
+                    levels::project_span_limits(xs, w, limits, lambda_span, levels, pass);
+                }
+                laps.split(&mut kinds.span_limits);
+                let (edges, l) = (&model.stretch, &mut lambda_stretch[..]);
+                let stretch = levels::project_stretch(xs, w, edges, l, stretch_levels, pass, relax);
+                if last {
+                    report.max_residual_m = stretch.max_residual_m;
+                }
+                laps.split(&mut kinds.stretch);
+                let (shear_list, l) = (&model.shear, &mut lambda_shear[..]);
+                let shear = levels::project_shear(xs, w, shear_list, l, shear_levels, pass);
+                laps.split(&mut kinds.shear);
+                let (hinges, l) = (&model.bend, &mut lambda_bend[..]);
+                let bend = levels::project_bend(xs, w, hinges, l, bend_levels, pass);
+                levels::unpad_positions(x, positions4);
+                laps.split(&mut kinds.bend);
+                report.degenerate += stretch.degenerate + shear.degenerate + bend.degenerate;
             } else {
                 match span_levels.as_ref() {
                     Some(levels) => {
