@@ -432,3 +432,77 @@ fn a_parallel_frame_runs_inside_rayon_and_matches_the_serial_one() {
         .zip(&cloth.positions)
         .any(|(a, b)| a.distance(*b) > 1.0e-3));
 }
+
+/// A 0.2 m cloth square resting on the thin slab tilted by `slope_deg` about z (downhill towards
+/// −x), friction `mu`, 20 substeps, from rest: the mean move of its particles along the slope
+/// (m, downhill positive) from 0.25 s to 0.5 s.
+fn slid_on_tilted_slab(slope_deg: Real, mu: Real, predicted_friction: bool) -> Real {
+    let (s, c) = slope_deg.to_radians().sin_cos();
+    let tilt = |p: Vec3| Vec3::new(c * p.x - s * p.y, s * p.x + c * p.y, p.z);
+    let mut slab = thin_slab();
+    slab.positions.iter_mut().for_each(|p| *p = tilt(*p));
+    slab.normals = None;
+    let mut cloth = grid_cloth(0.2, 9, 0.0);
+    cloth
+        .positions
+        .iter_mut()
+        .for_each(|p| *p = tilt(*p + Vec3::new(0.0, 0.0051, 0.0)));
+    cloth.normals = None;
+    let mut model = model_of(&cloth, &[]);
+    model.friction.fill(mu);
+    let settings = SolverSettings {
+        substeps: 20,
+        predicted_friction,
+        ..Default::default()
+    };
+    let body = BodyCollider::new(&slab).unwrap();
+    let mut solver = Solver::new(settings, model, Some(body)).unwrap();
+    let downhill = Vec3::new(-c, -s, 0.0);
+    let mean = |solver: &Solver| {
+        let x = &solver.particles().x;
+        x.iter().map(|p| p.dot(downhill)).sum::<Real>() / x.len() as Real
+    };
+    for _ in 0..6 {
+        solver.step_frame(1.0 / 24.0).unwrap();
+    }
+    let start = mean(&solver);
+    for _ in 0..6 {
+        solver.step_frame(1.0 / 24.0).unwrap();
+    }
+    mean(&solver) - start
+}
+
+/// Coulomb friction on a slope: with `μ = 0.5` above `tan 20° = 0.36` a resting cloth sticks.
+/// With friction on velocities only, the prediction's tangential move `g·sin θ·h²` stays in the
+/// position every substep, a creep of `g·sin θ·h` = 7.0 mm/s at 480 substeps per second (1.75
+/// mm over the 0.25 s measured); friction on the predicted move
+/// (`SolverSettings::predicted_friction`) takes it out. With `μ = 0.2` below the friction angle
+/// it slides from rest at `a = g·(sin θ − μ·cos θ)` = 1.51 m/s²: `½·a·(0.5² − 0.25²)` = 0.142 m
+/// between 0.25 s and 0.5 s.
+#[test]
+fn resting_cloth_sticks_on_a_gentle_slope_and_slides_by_coulomb_on_a_steeper_one() {
+    let (g, theta) = (9.81 as Real, (20.0 as Real).to_radians());
+    let creep = 0.25 * g * theta.sin() / 480.0;
+    let stuck_velocity_only = slid_on_tilted_slab(20.0, 0.5, false);
+    assert!(
+        (stuck_velocity_only - creep).abs() < 0.25 * creep,
+        "velocity-level friction alone creeps by g·sin θ·h: {:.2} mm in 0.25 s, expected {:.2}",
+        stuck_velocity_only * 1e3,
+        creep * 1e3
+    );
+    let stuck = slid_on_tilted_slab(20.0, 0.5, true);
+    assert!(
+        stuck.abs() < 0.05 * creep,
+        "friction on the prediction: moved {:.3} mm in 0.25 s",
+        stuck * 1e3
+    );
+    let a = g * (theta.sin() - 0.2 * theta.cos());
+    let expected = 0.5 * a * (0.5 * 0.5 - 0.25 * 0.25);
+    for predicted in [false, true] {
+        let slid = slid_on_tilted_slab(20.0, 0.2, predicted);
+        assert!(
+            (slid - expected).abs() < 0.03 * expected,
+            "predicted friction {predicted}: slid {slid:.4} m, Coulomb gives {expected:.4} m",
+        );
+    }
+}
