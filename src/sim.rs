@@ -58,7 +58,7 @@ use crate::constraints::{
     Outcome, Shear, SpanLimit, Strain, Tether,
 };
 use crate::global_stretch::{GlobalBend, GlobalShear, GlobalStretch};
-use crate::levels::{self, Counts, Levels};
+use crate::levels::{self, Counts, Levels, Positions};
 use crate::material::ClothConstraints;
 pub use crate::material::Membrane;
 use crate::math::{Real, Vec3, Vec4};
@@ -862,13 +862,13 @@ const MIN_PARALLEL_BATCH: usize = 256;
 /// sweep backward, for the symmetric pass.
 ///
 /// `project` must touch only the particles of its constraint: [`SharedSlice`]'s contract.
-fn project_kind<T: Sync>(
+fn project_kind<T: Sync, P: Positions>(
     items: &[T],
     lambdas: &mut [Real],
     batches: Option<&Batching>,
     reverse: bool,
-    x: SharedSlice<'_, Vec3>,
-    project: impl Fn(&T, &mut Real, SharedSlice<'_, Vec3>) -> Counts + Sync,
+    x: P,
+    project: impl Fn(&T, &mut Real, P) -> Counts + Sync,
 ) -> Counts {
     let Some(b) = batches else {
         let mut counts = Counts::default();
@@ -1831,124 +1831,63 @@ impl Solver {
                 }
                 report.degenerate += stretch.degenerate + shear.degenerate + bend.degenerate;
                 laps.split(&mut kinds.pipelined);
-            } else if let (Some(stretch_levels), Some(shear_levels), Some(bend_levels), false) = (
-                stretch_levels.as_ref(),
-                shear_levels.as_ref(),
-                bend_levels.as_ref(),
-                positions4.is_empty(),
-            ) {
-                // Every kind in levels of its own: swept in the padded positions, as the
-                // pipeline does, and back.
-                levels::pad_positions(positions4, x, w);
-                let xs = SharedSlice::new(&mut positions4[..]);
-                if let Some(levels) = span_levels.as_ref() {
-                    let limits = &model.span_limits;
-                    levels::project_span_limits(xs, w, limits, lambda_span, levels, pass);
-                }
-                laps.split(&mut kinds.span_limits);
-                let (edges, l) = (&model.stretch, &mut lambda_stretch[..]);
-                let stretch = levels::project_stretch(xs, w, edges, l, stretch_levels, pass, relax);
-                if last {
-                    report.max_residual_m = stretch.max_residual_m;
-                }
-                laps.split(&mut kinds.stretch);
-                let (shear_list, l) = (&model.shear, &mut lambda_shear[..]);
-                let shear = levels::project_shear(xs, w, shear_list, l, shear_levels, pass);
-                laps.split(&mut kinds.shear);
-                let (hinges, l) = (&model.bend, &mut lambda_bend[..]);
-                let bend = levels::project_bend(xs, w, hinges, l, bend_levels, pass);
-                levels::unpad_positions(x, positions4);
-                laps.split(&mut kinds.bend);
-                report.degenerate += stretch.degenerate + shear.degenerate + bend.degenerate;
             } else {
-                match span_levels.as_ref() {
-                    Some(levels) => {
-                        let (limits, xs) = (&model.span_limits, SharedSlice::new(x));
-                        levels::project_span_limits(xs, w, limits, lambda_span, levels, pass);
-                    }
-                    None => project_span_limits(x, w, &model.span_limits, lambda_span, reverse),
-                }
-                laps.split(&mut kinds.span_limits);
                 // With the membrane per triangle the edges are only measured; the yarn strains are
                 // among the triangle constraints, solved with the shear (globally when either the
                 // stretch or the shear solve is global).
                 let edges = model.membrane == Membrane::Edges;
                 let global = edges && settings.stretch_solve == StretchSolve::Global;
-                if global {
-                    let g =
-                        global_stretch.solve(x, w, &model.stretch, lambda_stretch, h, it as usize);
-                    report.degenerate += g.degenerate as u64;
-                    report.stretch_cg_iterations += g.iterations as u64;
-                    if last {
-                        report.max_residual_m = g.max_violation;
+                let global_shearing = settings.shear_solve == StretchSolve::Global
+                    || (!edges && settings.stretch_solve == StretchSolve::Global);
+                let global_bending = settings.bend_solve == StretchSolve::Global;
+                let membrane = MembraneSweep {
+                    w,
+                    model,
+                    h,
+                    pass,
+                    relax,
+                    span_levels: span_levels.as_ref(),
+                    stretch_levels: stretch_levels.as_ref().filter(|_| !global && edges),
+                    shear_levels: shear_levels.as_ref().filter(|_| !global_shearing),
+                    bend_levels: bend_levels.as_ref().filter(|_| !global_bending),
+                    batches: batches.as_ref(),
+                    stretch_swept: edges && !global,
+                    shear_swept: !global_shearing,
+                    bend_swept: !global_bending,
+                };
+                let lambdas = [
+                    &mut lambda_stretch[..],
+                    &mut lambda_shear[..],
+                    &mut lambda_bend[..],
+                ];
+                let [stretch, shear, bend] = if positions4.is_empty() {
+                    membrane.span_limits(SharedSlice::new(x), lambda_span);
+                    laps.split(&mut kinds.span_limits);
+                    if global {
+                        let (edges, l) = (&model.stretch, &mut lambdas[0][..]);
+                        let g = global_stretch.solve(x, w, edges, l, h, it as usize);
+                        report.degenerate += g.degenerate as u64;
+                        report.stretch_cg_iterations += g.iterations as u64;
+                        if last {
+                            report.max_residual_m = g.max_violation;
+                        }
                     }
-                }
-                let xs = SharedSlice::new(x);
-                // SAFETY (the three kinds below): each closure reads and writes only the particles
-                // of its own constraint, whose indices `Solver::new` checked; within a colour or a
-                // level no two constraints share a particle (`Batches`, `Levels`), and serially there
-                // is one thread.
-                let levelled = stretch_levels.as_ref().filter(|_| !global && edges);
-                let stretch = if let Some(levels) = levelled {
-                    let stretch = &model.stretch;
-                    levels::project_stretch(xs, w, stretch, lambda_stretch, levels, pass, relax)
+                    membrane.sweep(SharedSlice::new(x), lambdas, kinds, &mut laps)
                 } else {
-                    project_kind(
-                        if global || !edges {
-                            &[]
-                        } else {
-                            &model.stretch
-                        },
-                        lambda_stretch,
-                        batches
-                            .as_ref()
-                            .filter(|_| !global && edges)
-                            .map(|b| &b.stretch),
-                        reverse,
-                        xs,
-                        |c, l, x| levels::stretch_one(x, w, c, l, h, relax),
-                    )
+                    // Every kind in levels of its own (`Solver::new` pads only then): swept in
+                    // the padded positions, as the pipeline does, and back.
+                    levels::pad_positions(positions4, x, w);
+                    let xs = SharedSlice::new(&mut positions4[..]);
+                    membrane.span_limits(xs, lambda_span);
+                    laps.split(&mut kinds.span_limits);
+                    let counts = membrane.sweep(xs, lambdas, kinds, &mut laps);
+                    levels::unpad_positions(x, positions4);
+                    laps.split(&mut kinds.bend);
+                    counts
                 };
                 if last && !global {
                     report.max_residual_m = stretch.max_residual_m;
                 }
-                laps.split(&mut kinds.stretch);
-                let global_shearing = settings.shear_solve == StretchSolve::Global
-                    || (!edges && settings.stretch_solve == StretchSolve::Global);
-                let shear = if let Some(levels) = shear_levels.as_ref().filter(|_| !global_shearing)
-                {
-                    levels::project_shear(xs, w, &model.shear, lambda_shear, levels, pass)
-                } else {
-                    project_kind(
-                        if global_shearing { &[] } else { &model.shear },
-                        lambda_shear,
-                        batches
-                            .as_ref()
-                            .filter(|_| !global_shearing)
-                            .map(|b| &b.shear),
-                        reverse,
-                        xs,
-                        |c, l, x| Counts::skipped(levels::shear_one(x, w, c, l, h)),
-                    )
-                };
-                laps.split(&mut kinds.shear);
-                let global_bending = settings.bend_solve == StretchSolve::Global;
-                let bend = if let Some(levels) = bend_levels.as_ref().filter(|_| !global_bending) {
-                    levels::project_bend(xs, w, &model.bend, lambda_bend, levels, pass)
-                } else {
-                    project_kind(
-                        if global_bending { &[] } else { &model.bend },
-                        lambda_bend,
-                        batches
-                            .as_ref()
-                            .filter(|_| !global_bending)
-                            .map(|b| &b.bend),
-                        reverse,
-                        xs,
-                        |c, l, x| Counts::skipped(levels::bend_one(x, w, c, l, h)),
-                    )
-                };
-                laps.split(&mut kinds.bend);
                 if global_shearing {
                     let g = global_shear.solve(x, w, &model.shear, lambda_shear, h, it as usize);
                     report.degenerate += g.degenerate as u64;
@@ -2179,8 +2118,8 @@ fn project_tethers(
 }
 
 /// Projects the span limits once, forward or in reverse.
-fn project_span_limits(
-    x: &mut [Vec3],
+fn project_span_limits<P: Positions>(
+    x: P,
     w: &[Real],
     limits: &[SpanLimit],
     lambda: &mut [Real],
@@ -2188,13 +2127,122 @@ fn project_span_limits(
 ) {
     sweep(limits, lambda, reverse, |(c, l)| {
         let [a, b] = c.particles.map(|i| i as usize);
-        if let Outcome::Move([da, db]) =
-            solve_span_limit([x[a], x[b]], [w[a], w[b]], c.max_length_m, l)
-        {
-            x[a] += da;
-            x[b] += db;
+        // SAFETY: the indices are in bounds (checked when the solver was built), and this runs
+        // on one thread.
+        let p = unsafe { [x.get(a), x.get(b)] };
+        if let Outcome::Move([da, db]) = solve_span_limit(p, [w[a], w[b]], c.max_length_m, l) {
+            // SAFETY: as above.
+            unsafe {
+                x.add(a, da);
+                x.add(b, db);
+            }
         }
     });
+}
+
+/// What one sweep of the span limits, stretch, shear and bending needs besides the positions,
+/// so that the same code sweeps `x` or the padded positions ([`levels::Positions`]).
+struct MembraneSweep<'a> {
+    /// Inverse masses (kg⁻¹).
+    w: &'a [Real],
+    model: &'a ClothModel,
+    /// The substep (s).
+    h: Real,
+    pass: levels::Pass,
+    relax: levels::StretchPass,
+    /// Each kind's levels where it is swept in them (`None`: one at a time, in colours, or in
+    /// batches).
+    span_levels: Option<&'a Levels>,
+    stretch_levels: Option<&'a Levels>,
+    shear_levels: Option<&'a Levels>,
+    bend_levels: Option<&'a Levels>,
+    batches: Option<&'a Batches>,
+    /// Whether each kind is swept at all (not solved globally; the stretch edges not only
+    /// measured).
+    stretch_swept: bool,
+    shear_swept: bool,
+    bend_swept: bool,
+}
+
+impl MembraneSweep<'_> {
+    /// The span limits, in levels or one at a time.
+    fn span_limits<P: Positions>(&self, xs: P, lambda: &mut [Real]) {
+        let (w, limits) = (self.w, &self.model.span_limits);
+        match self.span_levels {
+            Some(levels) => levels::project_span_limits(xs, w, limits, lambda, levels, self.pass),
+            None => project_span_limits(xs, w, limits, lambda, self.pass.reverse),
+        }
+    }
+
+    /// The stretch, shear and bending swept kinds, each timed in `kinds`; returns their counts.
+    fn sweep<P: Positions>(
+        &self,
+        xs: P,
+        [lambda_stretch, lambda_shear, lambda_bend]: [&mut [Real]; 3],
+        kinds: &mut ProjectTimes,
+        laps: &mut Laps,
+    ) -> [Counts; 3] {
+        let (w, h, model, reverse) = (self.w, self.h, self.model, self.pass.reverse);
+        let batches =
+            |pick: fn(&Batches) -> &Batching, swept: bool| self.batches.filter(|_| swept).map(pick);
+        // SAFETY (the three kinds below): each closure reads and writes only the particles of
+        // its own constraint, whose indices `Solver::new` checked; within a colour or a level no
+        // two constraints share a particle (`Batches`, `Levels`), and serially there is one
+        // thread.
+        let stretch = if let Some(levels) = self.stretch_levels {
+            let (edges, relax) = (&model.stretch, self.relax);
+            levels::project_stretch(xs, w, edges, lambda_stretch, levels, self.pass, relax)
+        } else {
+            project_kind(
+                if self.stretch_swept {
+                    &model.stretch[..]
+                } else {
+                    &[]
+                },
+                lambda_stretch,
+                batches(|b| &b.stretch, self.stretch_swept),
+                reverse,
+                xs,
+                |c, l, x| levels::stretch_one(x, w, c, l, h, self.relax),
+            )
+        };
+        laps.split(&mut kinds.stretch);
+        let shear = if let Some(levels) = self.shear_levels {
+            levels::project_shear(xs, w, &model.shear, lambda_shear, levels, self.pass)
+        } else {
+            project_kind(
+                if self.shear_swept {
+                    &model.shear[..]
+                } else {
+                    &[]
+                },
+                lambda_shear,
+                batches(|b| &b.shear, self.shear_swept),
+                reverse,
+                xs,
+                |c, l, x| Counts::skipped(levels::shear_one(x, w, c, l, h)),
+            )
+        };
+        laps.split(&mut kinds.shear);
+        let bend = if let Some(levels) = self.bend_levels {
+            levels::project_bend(xs, w, &model.bend, lambda_bend, levels, self.pass)
+        } else {
+            project_kind(
+                if self.bend_swept {
+                    &model.bend[..]
+                } else {
+                    &[]
+                },
+                lambda_bend,
+                batches(|b| &b.bend, self.bend_swept),
+                reverse,
+                xs,
+                |c, l, x| Counts::skipped(levels::bend_one(x, w, c, l, h)),
+            )
+        };
+        laps.split(&mut kinds.bend);
+        [stretch, shear, bend]
+    }
 }
 
 /// Projects the body contacts once, in order (stage 5 of the substep); `max_push` limits each
