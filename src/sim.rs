@@ -1328,6 +1328,8 @@ impl Solver {
         }
         self.time_s = time_s;
         self.warm_h = 0.0;
+        // The contacts of another time are no guide to the next prediction's friction.
+        self.contacts_h = 0.0;
         if let (Some(MotionBox(motion)), Some(body)) = (self.motion.as_mut(), self.body.as_mut()) {
             motion.pose_at(time_s, &mut self.body_positions);
             let posed = body
@@ -1496,8 +1498,10 @@ impl Solver {
             Err(failure) => {
                 self.particles.clone_from(&self.checkpoint);
                 self.time_s = t0;
-                // The failed substep's multipliers are not a start for the retry.
+                // The failed substep's multipliers are not a start for the retry, nor its
+                // contacts for the friction on its prediction.
                 self.warm_h = 0.0;
+                self.contacts_h = 0.0;
                 if !self.body_checkpoint.is_empty() {
                     std::mem::swap(&mut self.body_positions, &mut self.body_checkpoint);
                     if let Some(body) = self.body.as_mut() {

@@ -506,3 +506,39 @@ fn resting_cloth_sticks_on_a_gentle_slope_and_slides_by_coulomb_on_a_steeper_one
         );
     }
 }
+
+/// Restoring a state forgets the contacts of the old one: a cloth resting on the tilted slab,
+/// restored 0.3 m above it at rest, falls straight down (friction on the prediction acts only on
+/// the previous substep's contacts, and after a restore there are none).
+#[test]
+fn a_restored_cloth_falls_straight_without_the_old_contacts_friction() {
+    let (s, c) = (20.0 as Real).to_radians().sin_cos();
+    let tilt = |p: Vec3| Vec3::new(c * p.x - s * p.y, s * p.x + c * p.y, p.z);
+    let mut slab = thin_slab();
+    slab.positions.iter_mut().for_each(|p| *p = tilt(*p));
+    slab.normals = None;
+    let mut cloth = grid_cloth(0.2, 9, 0.0);
+    (cloth.positions.iter_mut()).for_each(|p| *p = tilt(*p + Vec3::new(0.0, 0.0051, 0.0)));
+    cloth.normals = None;
+    let mut model = model_of(&cloth, &[]);
+    model.friction.fill(0.5);
+    let body = BodyCollider::new(&slab).unwrap();
+    let mut solver = Solver::new(SolverSettings::default(), model, Some(body)).unwrap();
+    for _ in 0..6 {
+        solver.step_frame(1.0 / 24.0).unwrap();
+    }
+    assert!(solver.step_frame(1.0 / 24.0).unwrap().contacts > 0);
+    let mut lifted = solver.particles().clone();
+    lifted.x.iter_mut().for_each(|p| p.y += 0.3);
+    lifted.v.iter_mut().for_each(|v| *v = Vec3::ZERO);
+    solver.restore(solver.time_s(), &lifted).unwrap();
+    solver.step_frame(1.0 / 24.0).unwrap();
+    for (a, b) in lifted.x.iter().zip(&solver.particles().x) {
+        let sideways = Vec3::new(b.x - a.x, 0.0, b.z - a.z).length();
+        assert!(
+            sideways < 1.0e-6,
+            "moved {sideways} m sideways while falling"
+        );
+        assert!(b.y < a.y - 0.008, "fell {} m", a.y - b.y);
+    }
+}
