@@ -2198,11 +2198,7 @@ impl MembraneSweep<'_> {
             levels::project_stretch(xs, w, edges, lambda_stretch, levels, self.pass, relax)
         } else {
             project_kind(
-                if self.stretch_swept {
-                    &model.stretch[..]
-                } else {
-                    &[]
-                },
+                swept(&model.stretch, self.stretch_swept),
                 lambda_stretch,
                 batches(|b| &b.stretch, self.stretch_swept),
                 reverse,
@@ -2215,11 +2211,7 @@ impl MembraneSweep<'_> {
             levels::project_shear(xs, w, &model.shear, lambda_shear, levels, self.pass)
         } else {
             project_kind(
-                if self.shear_swept {
-                    &model.shear[..]
-                } else {
-                    &[]
-                },
+                swept(&model.shear, self.shear_swept),
                 lambda_shear,
                 batches(|b| &b.shear, self.shear_swept),
                 reverse,
@@ -2232,11 +2224,7 @@ impl MembraneSweep<'_> {
             levels::project_bend(xs, w, &model.bend, lambda_bend, levels, self.pass)
         } else {
             project_kind(
-                if self.bend_swept {
-                    &model.bend[..]
-                } else {
-                    &[]
-                },
+                swept(&model.bend, self.bend_swept),
                 lambda_bend,
                 batches(|b| &b.bend, self.bend_swept),
                 reverse,
@@ -2246,6 +2234,15 @@ impl MembraneSweep<'_> {
         };
         laps.split(&mut kinds.bend);
         [stretch, shear, bend]
+    }
+}
+
+/// `list`, or nothing when its kind is not swept.
+fn swept<T>(list: &[T], on: bool) -> &[T] {
+    if on {
+        list
+    } else {
+        &[]
     }
 }
 
