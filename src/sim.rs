@@ -260,7 +260,7 @@ pub enum SimError {
         count: usize,
     },
     /// The simulation failed even after the allowed retries.
-    #[error("the simulation diverged at t = {time_s:.4} s ({reason}) after {retries} retries with smaller steps; lower the time step, raise the substeps, or check for extreme material values")]
+    #[error("the simulation diverged at t = {time_s:.4} s ({reason}) after {retries} retries with smaller steps; {advice}")]
     Diverged {
         /// Simulation time (s).
         time_s: f64,
@@ -268,6 +268,8 @@ pub enum SimError {
         reason: String,
         /// Retries made.
         retries: u32,
+        /// What to change.
+        advice: &'static str,
     },
     /// The body could not be posed (a broken rig or animation).
     #[error("the body cannot be posed at t = {time_s:.4} s: {source}")]
@@ -1514,10 +1516,22 @@ impl Solver {
                     return Err(SimError::Body { time_s: t0, source });
                 }
                 if depth >= self.settings.max_retries {
+                    // An edge torn by a load the sweeps carry too slowly (a large cloth at few
+                    // substeps) is what the span limits are for.
+                    let overstretched = matches!(failure, SubstepFailure::Overstretched(_));
+                    let advice = if overstretched && self.settings.span_limit_slack < 0.0 {
+                        "raise the substeps, or turn on span limits (solver.span_limit_slack: \
+                         0.0; Span limits in the solver panel), which hold the stretch that few \
+                         substeps leave in a large cloth"
+                    } else {
+                        "lower the time step, raise the substeps, or check for extreme material \
+                         values"
+                    };
                     return Err(SimError::Diverged {
                         time_s: t0,
                         reason: failure.describe(),
                         retries: depth,
+                        advice,
                     });
                 }
                 report.rollbacks += 1;
@@ -2731,9 +2745,21 @@ mod tests {
             gravity_m_per_s2: [0.0, -1000.0, 0.0],
             ..Default::default()
         };
-        let mut s = Solver::new(settings, m, None).unwrap();
+        let mut s = Solver::new(settings.clone(), m.clone(), None).unwrap();
         let e = s.step_frame(1.0 / 24.0).unwrap_err();
         assert!(matches!(e, SimError::Diverged { retries: 3, .. }), "{e}");
         assert!(s.particles().x.iter().all(|p| p.is_finite()));
+        // An edge torn with span limits off: the message points at them.
+        assert!(e.to_string().contains("turn on span limits"), "{e}");
+        let settings = SolverSettings {
+            span_limit_slack: 0.0,
+            ..settings
+        };
+        let e = Solver::new(settings, m, None)
+            .unwrap()
+            .step_frame(1.0 / 24.0)
+            .unwrap_err();
+        assert!(!e.to_string().contains("span limits"), "{e}");
+        assert!(e.to_string().contains("raise the substeps"), "{e}");
     }
 }
