@@ -758,8 +758,6 @@ pub struct Solver {
     global_stretch: GlobalStretch,
     global_bend: GlobalBend,
     global_shear: GlobalShear,
-    /// Coarse-grid correction of the stretch (experiment).
-    coarse: Option<crate::coarse::Coarse>,
     /// The substep length (s) the stretch, shear and bend multipliers were found with, for the
     /// warm start; 0 when they are not to be reused (a new solver, a restore, a failed substep).
     warm_h: Real,
@@ -1226,15 +1224,6 @@ impl Solver {
                     .min(SELF_MARGIN_FRACTION * settings.self_collision_thickness_m),
             )
         });
-        let coarse = std::env::var("DRAPE_COARSE").ok().and_then(|v| {
-            let mut it = v.split(',').map(|s| s.parse::<usize>().unwrap_or(0));
-            let (r, s) = (it.next().unwrap_or(0), it.next().unwrap_or(0));
-            let c = crate::coarse::Coarse::new(n, &model.stretch, r, s);
-            if let Some(c) = c.as_ref() {
-                eprintln!("coarse: {} aggregates", c.aggregates());
-            }
-            c
-        });
         Ok(Self {
             self_collision,
             body_vertex: BodyVertexContacts::default(),
@@ -1284,7 +1273,6 @@ impl Solver {
             global_stretch: GlobalStretch::default(),
             global_bend: GlobalBend::default(),
             global_shear: GlobalShear::default(),
-            coarse,
             warm_h: 0.0,
         })
     }
@@ -1628,7 +1616,6 @@ impl Solver {
             global_stretch,
             global_bend,
             global_shear,
-            coarse,
             warm_h,
             ..
         } = self;
@@ -1932,22 +1919,6 @@ impl Solver {
                     laps.split(&mut kinds.bend);
                 }
                 report.degenerate += stretch.degenerate + shear.degenerate + bend.degenerate;
-            }
-            if let Some(c) = coarse.as_mut() {
-                if it == 0 {
-                    let period: usize = std::env::var("DRAPE_COARSE_PERIOD")
-                        .ok()
-                        .and_then(|v| v.parse().ok())
-                        .unwrap_or(1);
-                    if c.age % period == 0 {
-                        c.assemble(x, w, &model.stretch, contacts, h);
-                    }
-                    c.age += 1;
-                }
-                if !(std::env::var("DRAPE_COARSE_ONCE").is_ok() && !last) {
-                    c.correct(x, w, &model.stretch, lambda_stretch, h);
-                }
-                laps.split(&mut kinds.stretch);
             }
             if vertex_contacts {
                 body_vertex.project(x, w, max_push);
