@@ -84,6 +84,8 @@ pub struct CoarseCorrection {
     /// Right-hand side, then the solution `t` (m).
     rhs: Vec<f64>,
     scratch: Vec<(u32, f64)>,
+    /// Experiment: the last 3D moves.
+    pub last_moves: Vec<Vec3>,
 }
 
 impl CoarseCorrection {
@@ -152,6 +154,7 @@ impl CoarseCorrection {
             stale: true,
             rhs: vec![0.0; aggregates],
             scratch: Vec::with_capacity(2 * SUPPORT),
+            last_moves: Vec::new(),
         })
     }
 
@@ -294,6 +297,48 @@ impl CoarseCorrection {
         }
         if !self.factored {
             return 0.0;
+        }
+        if std::env::var("DRAPE_3D").is_ok() {
+            let mut largest: Real = 0.0;
+            let mut moves = vec![Vec3::ZERO; x.len()];
+            for axis in [Vec3::X, Vec3::Y, Vec3::Z] {
+                self.rhs.fill(0.0);
+                let inv_h2 = 1.0 / (f64::from(h) * f64::from(h));
+                for (j, (e, &l)) in edges.iter().zip(lambda).enumerate() {
+                    let [a, b] = e.particles.map(|p| p as usize);
+                    let d = x[a] - x[b];
+                    let len = d.length();
+                    if len.is_nan() || len <= 1e-9 {
+                        continue;
+                    }
+                    let alpha_t = f64::from(e.compliance_m_per_n).max(1e-12) * inv_h2;
+                    let r = f64::from(len - e.rest_length_m) + alpha_t * f64::from(l);
+                    let f = -r / alpha_t * f64::from(d.dot(axis) / len);
+                    let (s, t) = (self.edge_start[j] as usize, self.edge_start[j + 1] as usize);
+                    for &(agg, v) in &self.edge_g[s..t] {
+                        self.rhs[agg as usize] += v * f;
+                    }
+                }
+                self.solve();
+                for (i, m) in moves.iter_mut().enumerate() {
+                    let s: f64 = self.weights[i]
+                        .iter()
+                        .map(|&(agg, v)| v * self.rhs[agg as usize])
+                        .sum();
+                    *m += axis * s as Real;
+                }
+            }
+            for (i, xi) in x.iter_mut().enumerate() {
+                if w[i] > 0.0 {
+                    largest = largest.max(moves[i].length());
+                    *xi += moves[i];
+                } else {
+                    moves[i] = Vec3::ZERO;
+                }
+            }
+            let _ = down;
+            self.last_moves = moves;
+            return largest;
         }
         self.rhs.fill(0.0);
         let inv_h2 = 1.0 / (f64::from(h) * f64::from(h));

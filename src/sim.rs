@@ -239,7 +239,7 @@ impl Default for SolverSettings {
             shear_solve: StretchSolve::Sweep,
             warm_start: 0.0,
             predicted_friction: true,
-            coarse_correction: false,
+            coarse_correction: true,
         }
     }
 }
@@ -1951,6 +1951,14 @@ impl Solver {
             if let Some(c) = coarse.as_mut() {
                 let down = g.normalize_or_zero();
                 c.correct(x, w, &model.stretch, lambda_stretch, contacts, h, down);
+                if let Ok(mode) = std::env::var("DRAPE_NEUTRAL_H") {
+                    // Experiment: the part of the coarse move across gravity is not a velocity.
+                    let keep: Real = mode.parse().unwrap_or(0.0);
+                    for (xp, m) in p.x_prev.iter_mut().zip(&c.last_moves) {
+                        let across = *m - down * m.dot(down);
+                        *xp += across * (1.0 - keep);
+                    }
+                }
                 laps.split(&mut kinds.coarse);
             }
             if vertex_contacts {
