@@ -1434,7 +1434,6 @@ pub fn bake_at(
                     contacts: ms(k.contacts),
                     self_contacts: ms(k.self_contacts),
                     pipelined: ms(k.pipelined),
-                    coarse: ms(k.coarse),
                 }
             },
         },

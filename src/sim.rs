@@ -51,7 +51,6 @@ use rayon::prelude::*;
 
 use crate::batch::{self, Batching, SharedSlice};
 use crate::body_points::BodyVertexContacts;
-use crate::coarse::CoarseCorrection;
 use crate::collide::{BodyCollider, ColliderError, Contact, ProximityCache, SurfaceAnchor};
 use crate::constraints::{
     distance_and_gradient, friction_correction, multiplier_move, solve_attachment, solve_contact,
@@ -187,15 +186,6 @@ pub struct SolverSettings {
     /// substeps per second). The velocity-level friction afterwards gets what is left of the
     /// same Coulomb budget. See docs/solver.md, "Friction on the prediction".
     pub predicted_friction: bool,
-    /// Coarse-grid correction of the stretch along gravity: after each sweep's membrane the
-    /// cloth moves along gravity by a smooth field (the moves of patches about 4 edges across,
-    /// interpolated between them) that removes the sag the sweep leaves at scales of many
-    /// edges, where one Gauss–Seidel sweep carries a load only about one edge. The coarse level
-    /// of a two-level multigrid cycle on the stretch's XPBD Newton system, factored once per
-    /// frame ([`crate::coarse`]). Only with the membrane per edge and `stretch_solve: Sweep`
-    /// (elsewhere, and without gravity, it does nothing). See docs/solver.md, "Coarse-grid
-    /// correction".
-    pub coarse_correction: bool,
 }
 
 /// How a constraint kind is projected ([`SolverSettings::stretch_solve`],
@@ -239,7 +229,6 @@ impl Default for SolverSettings {
             shear_solve: StretchSolve::Sweep,
             warm_start: 0.0,
             predicted_friction: true,
-            coarse_correction: true,
         }
     }
 }
@@ -639,8 +628,6 @@ pub struct ProjectTimes {
     /// Span limits, stretch, shear and bending projected together on two threads
     /// ([`SolverSettings::pipelined_sweeps`]); their own fields then hold nothing.
     pub pipelined: Duration,
-    /// The coarse-grid correction of the stretch ([`SolverSettings::coarse_correction`]).
-    pub coarse: Duration,
 }
 
 /// A stopwatch that charges the time since its last split to one of several totals.
@@ -771,8 +758,6 @@ pub struct Solver {
     global_stretch: GlobalStretch,
     global_bend: GlobalBend,
     global_shear: GlobalShear,
-    /// The coarse level of the stretch sweeps ([`SolverSettings::coarse_correction`]).
-    coarse: Option<CoarseCorrection>,
     /// The substep length (s) the stretch, shear and bend multipliers were found with, for the
     /// warm start; 0 when they are not to be reused (a new solver, a restore, a failed substep).
     warm_h: Real,
@@ -1239,13 +1224,6 @@ impl Solver {
                     .min(SELF_MARGIN_FRACTION * settings.self_collision_thickness_m),
             )
         });
-        // The coarse level of the stretch sweeps (none for the membrane per triangle, whose
-        // edges are only measured, or a global stretch solve, which needs none).
-        let coarse = (settings.coarse_correction
-            && model.membrane == Membrane::Edges
-            && settings.stretch_solve == StretchSolve::Sweep)
-            .then(|| CoarseCorrection::new(&model.positions, &model.stretch))
-            .flatten();
         Ok(Self {
             self_collision,
             body_vertex: BodyVertexContacts::default(),
@@ -1295,7 +1273,6 @@ impl Solver {
             global_stretch: GlobalStretch::default(),
             global_bend: GlobalBend::default(),
             global_shear: GlobalShear::default(),
-            coarse,
             warm_h: 0.0,
         })
     }
@@ -1495,10 +1472,6 @@ impl Solver {
         check_time_step(dt_frame_s)?;
         let h = dt_frame_s / self.settings.substeps as Real;
         let mut report = FrameReport::default();
-        if let Some(c) = self.coarse.as_mut() {
-            // The coarse factor holds the contacts: once per frame is often enough.
-            c.invalidate();
-        }
         for _ in 0..self.settings.substeps {
             self.substep_with_retry(h, 0, &mut report)?;
         }
@@ -1643,7 +1616,6 @@ impl Solver {
             global_stretch,
             global_bend,
             global_shear,
-            coarse,
             warm_h,
             ..
         } = self;
@@ -1947,19 +1919,6 @@ impl Solver {
                     laps.split(&mut kinds.bend);
                 }
                 report.degenerate += stretch.degenerate + shear.degenerate + bend.degenerate;
-            }
-            if let Some(c) = coarse.as_mut() {
-                let down = g.normalize_or_zero();
-                c.correct(x, w, &model.stretch, lambda_stretch, contacts, h, down);
-                if let Ok(mode) = std::env::var("DRAPE_NEUTRAL_H") {
-                    // Experiment: the part of the coarse move across gravity is not a velocity.
-                    let keep: Real = mode.parse().unwrap_or(0.0);
-                    for (xp, m) in p.x_prev.iter_mut().zip(&c.last_moves) {
-                        let across = *m - down * m.dot(down);
-                        *xp += across * (1.0 - keep);
-                    }
-                }
-                laps.split(&mut kinds.coarse);
             }
             if vertex_contacts {
                 body_vertex.project(x, w, max_push);

@@ -111,8 +111,6 @@ pub struct ProjectMs {
     /// Span limits, stretch, shear and bending projected together on two threads
     /// (`pipelined_sweeps`); their own fields then hold nothing.
     pub pipelined: f64,
-    /// The coarse-grid correction of the stretch (`coarse_correction`).
-    pub coarse: f64,
 }
 
 /// The stats report written by `drape bake --stats`.

@@ -216,21 +216,6 @@ fn the_body_vertex_check_box_edits_the_scene_and_undo_restores_it() {
 }
 
 #[test]
-fn the_coarse_correction_check_box_edits_the_scene_and_undo_restores_it() {
-    let mut h = harness(None);
-    loaded(&mut h);
-    let before = h.state().doc.scene.solver.coarse_correction;
-    h.get_by_label("Lift the sag of large pieces").click();
-    h.run_steps(2);
-    assert_eq!(h.state().doc.scene.solver.coarse_correction, !before);
-    assert!(h.state().doc.dirty);
-    wait_until(&mut h, "the rebuilt solver", |a| a.live.is_some());
-    h.state_mut().undo();
-    h.run_steps(2);
-    assert_eq!(h.state().doc.scene.solver.coarse_correction, before);
-}
-
-#[test]
 fn save_and_reopen_gives_the_same_scene() {
     let tmp = tempfile::tempdir().unwrap();
     let path = write_demo(tmp.path(), DemoScene::Default, None).unwrap();

@@ -359,15 +359,6 @@ fn solver_properties(ui: &mut egui::Ui, scene: &mut Scene) {
             s.span_limit_slack = if on { 0.0 } else { -1.0 };
         }
         ui.end_row();
-        ui.label("Coarse correction");
-        ui.checkbox(&mut s.coarse_correction, "Lift the sag of large pieces")
-            .on_hover_text(
-                "After each sweep, move the cloth along gravity by a smooth field that removes \
-                 the sag the sweeps leave across many edges: hanging and draped pieces stay \
-                 near their real stretch at few substeps (docs/solver.md, Coarse-grid \
-                 correction).",
-            );
-        ui.end_row();
         ui.label("Body vertices");
         ui.checkbox(&mut s.body_vertex_contacts, "Keep fingers out of the cloth")
             .on_hover_text(
