@@ -17,7 +17,6 @@ pub mod batch;
 pub mod binding;
 pub mod body;
 pub mod body_points;
-pub mod coarse;
 pub mod collide;
 pub mod constraints;
 pub mod cusick;

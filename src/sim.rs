@@ -758,7 +758,6 @@ pub struct Solver {
     global_stretch: GlobalStretch,
     global_bend: GlobalBend,
     global_shear: GlobalShear,
-    coarse: Option<crate::coarse::CoarseCloth>,
     /// The substep length (s) the stretch, shear and bend multipliers were found with, for the
     /// warm start; 0 when they are not to be reused (a new solver, a restore, a failed substep).
     warm_h: Real,
@@ -1225,29 +1224,6 @@ impl Solver {
                     .min(SELF_MARGIN_FRACTION * settings.self_collision_thickness_m),
             )
         });
-        let coarse = std::env::var("DRAPE_CC")
-            .is_ok()
-            .then(|| {
-                let w: Vec<Real> = mass
-                    .iter()
-                    .map(|m| if *m > 0.0 { 1.0 / m } else { 0.0 })
-                    .collect();
-                let pinned: std::collections::HashSet<u32> =
-                    model.pins.iter().map(|p| p.particle).collect();
-                let w: Vec<Real> = w
-                    .iter()
-                    .enumerate()
-                    .map(|(i, v)| {
-                        if pinned.contains(&(i as u32)) {
-                            0.0
-                        } else {
-                            *v
-                        }
-                    })
-                    .collect();
-                crate::coarse::CoarseCloth::new(&model.positions, &model.stretch, &mass, &w)
-            })
-            .flatten();
         Ok(Self {
             self_collision,
             body_vertex: BodyVertexContacts::default(),
@@ -1297,7 +1273,6 @@ impl Solver {
             global_stretch: GlobalStretch::default(),
             global_bend: GlobalBend::default(),
             global_shear: GlobalShear::default(),
-            coarse,
             warm_h: 0.0,
         })
     }
@@ -1641,7 +1616,6 @@ impl Solver {
             global_stretch,
             global_bend,
             global_shear,
-            coarse,
             warm_h,
             ..
         } = self;
@@ -1945,9 +1919,6 @@ impl Solver {
                     laps.split(&mut kinds.bend);
                 }
                 report.degenerate += stretch.degenerate + shear.degenerate + bend.degenerate;
-            }
-            if let Some(c) = coarse.as_mut() {
-                c.correct(x, w, contacts);
             }
             if vertex_contacts {
                 body_vertex.project(x, w, max_push);
