@@ -25,6 +25,7 @@ pub mod fit;
 pub mod global_stretch;
 pub mod io;
 pub mod levels;
+pub mod line_stretch;
 pub mod material;
 pub mod math;
 pub mod mesh;

@@ -59,6 +59,7 @@ use crate::constraints::{
 };
 use crate::global_stretch::{GlobalBend, GlobalShear, GlobalStretch};
 use crate::levels::{self, Counts, Levels, Positions};
+use crate::line_stretch::LineStretch;
 use crate::material::ClothConstraints;
 pub use crate::material::Membrane;
 use crate::math::{Real, Vec3, Vec4};
@@ -200,6 +201,10 @@ pub enum StretchSolve {
     /// conjugate gradients ([`crate::global_stretch`]); `stretch_relaxation` and
     /// `parallel_projection` do not apply to it.
     Global,
+    /// One exact Newton step of XPBD per line of edges per sweep ([`crate::line_stretch`]):
+    /// the edges cut into straight lines, each solved by the Thomas algorithm. Stretch only;
+    /// `stretch_relaxation` does not apply to it.
+    Lines,
 }
 
 impl Default for SolverSettings {
@@ -756,6 +761,8 @@ pub struct Solver {
     tethers_apart: bool,
     /// The buffers of the global stretch solve ([`StretchSolve::Global`]).
     global_stretch: GlobalStretch,
+    /// The lines of the stretch edges ([`StretchSolve::Lines`]; empty otherwise).
+    line_stretch: LineStretch,
     global_bend: GlobalBend,
     global_shear: GlobalShear,
     /// The substep length (s) the stretch, shear and bend multipliers were found with, for the
@@ -1195,6 +1202,11 @@ impl Solver {
                 && shear_levels.is_some()
                 && bend_levels.is_some()
                 && (span_levels.is_some() || model.span_limits.is_empty()));
+        let line_stretch = if edges && settings.stretch_solve == StretchSolve::Lines {
+            LineStretch::new(&model.positions, &model.stretch)
+        } else {
+            LineStretch::default()
+        };
         let mut mass = model.mass_kg.clone();
         for pin in &model.pins {
             mass[pin.particle as usize] = 0.0;
@@ -1271,6 +1283,7 @@ impl Solver {
             pipeline,
             tethers_apart,
             global_stretch: GlobalStretch::default(),
+            line_stretch,
             global_bend: GlobalBend::default(),
             global_shear: GlobalShear::default(),
             warm_h: 0.0,
@@ -1614,6 +1627,7 @@ impl Solver {
             positions4,
             tethers_apart,
             global_stretch,
+            line_stretch,
             global_bend,
             global_shear,
             warm_h,
@@ -1855,6 +1869,7 @@ impl Solver {
                 // stretch or the shear solve is global).
                 let edges = model.membrane == Membrane::Edges;
                 let global = edges && settings.stretch_solve == StretchSolve::Global;
+                let lined = edges && settings.stretch_solve == StretchSolve::Lines;
                 let global_shearing = settings.shear_solve == StretchSolve::Global
                     || (!edges && settings.stretch_solve == StretchSolve::Global);
                 let global_bending = settings.bend_solve == StretchSolve::Global;
@@ -1869,7 +1884,7 @@ impl Solver {
                     shear_levels: shear_levels.as_ref().filter(|_| !global_shearing),
                     bend_levels: bend_levels.as_ref().filter(|_| !global_bending),
                     batches: batches.as_ref(),
-                    stretch_swept: edges && !global,
+                    stretch_swept: edges && !global && !lined,
                     shear_swept: !global_shearing,
                     bend_swept: !global_bending,
                 };
@@ -1890,6 +1905,14 @@ impl Solver {
                             report.max_residual_m = g.max_violation;
                         }
                     }
+                    if lined {
+                        let (edges, l) = (&model.stretch, &mut lambdas[0][..]);
+                        let r = line_stretch.solve(x, w, edges, l, pass);
+                        report.degenerate += r.degenerate;
+                        if last {
+                            report.max_residual_m = r.max_violation;
+                        }
+                    }
                     membrane.sweep(SharedSlice::new(x), lambdas, kinds, &mut laps)
                 } else {
                     // Every kind in levels of its own (`Solver::new` pads only then): swept in
@@ -1903,7 +1926,7 @@ impl Solver {
                     laps.split(&mut kinds.bend);
                     counts
                 };
-                if last && !global {
+                if last && !global && !lined {
                     report.max_residual_m = stretch.max_residual_m;
                 }
                 if global_shearing {

@@ -379,3 +379,12 @@ fn global_stretch_solve_holds_a_long_strip_at_its_real_stretch() {
     assert!(sweep > 0.5, "{sweep}");
     assert!(global < 0.005, "{global}");
 }
+
+/// The line solve (`StretchSolve::Lines`) on the same strip: its columns are lines, each solved
+/// exactly, so the strip hangs at the fabric's stretch without the conjugate gradients.
+#[test]
+fn line_stretch_solve_holds_a_long_strip_at_its_real_stretch() {
+    let lines = hanging_strip_stretch_with(6, 48, -1.0, StretchSolve::Lines);
+    eprintln!("max stretch, 6 substeps, no tethers: lines {lines:.5}");
+    assert!(lines < 0.005, "{lines}");
+}

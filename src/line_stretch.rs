@@ -1,0 +1,579 @@
+//! Line solves of the stretch: the edges cut into lines (paths of edges that run on as
+//! straight as the rest shape allows), and each line's constraints solved together, exactly,
+//! in one Newton step of XPBD, instead of edge by edge.
+//!
+//! One Gauss–Seidel pass moves a load about one edge, so a cloth hanging a few dozen edges
+//! stretches by per cents where the fabric stretches by thousandths (docs/solver.md, "Global
+//! stretch solve"). Along a line the XPBD system of its edges
+//!
+//! ```text
+//! (J M⁻¹ Jᵀ + α̃) Δλ = −C(x) − α̃ λ,      x ← x + M⁻¹ Jᵀ Δλ,      λ ← λ + Δλ
+//! ```
+//!
+//! is tridiagonal (two edges of a line share a particle only when they follow each other), so
+//! it is solved exactly in time linear in the line's length (the Thomas algorithm): a load
+//! crosses the whole line in one solve. The lines are the blocks of a block Gauss–Seidel over
+//! the edges; every edge is in exactly one line. The moves are the constraints' own impulses
+//! `M⁻¹ Jᵀ Δλ`, as in the edge-by-edge sweep: no momentum is made or lost.
+//!
+//! Lines that share no particle are independent and form a *family*; the families are solved
+//! one after another (in reverse order on the backward sweep), the lines of a family in
+//! parallel. On a grid the families are the rows, the columns and the diagonals.
+//!
+//! - `C_j = |x_p − x_q| − L_j` (m) for the line's `j`-th edge from `p` to `q`, gradient `n_j` at
+//!   `p` and `−n_j` at `q`, `n_j = (x_p − x_q)/|x_p − x_q|`;
+//! - `A_jj = w_p + w_q + α̃_j`, `A_j,j+1 = −w_q·(n_j · n_{j+1})` where `q` is the particle the
+//!   two edges share; `w` are the inverse masses (1/kg), `α̃_j = α_j/h²` (kg⁻¹).
+
+use crate::batch::SharedSlice;
+use crate::constraints::Distance;
+use crate::levels::Pass;
+use crate::math::{Real, Vec3, DEGENERATE_LENGTH_SQ};
+use rayon::prelude::*;
+
+/// A line continues through a vertex only along an edge whose rest direction is within this
+/// cosine of the incoming one (about 37°): straight on a grid, never round a corner.
+pub const MIN_CONTINUATION_COS: Real = 0.8;
+
+/// Families with fewer lines than this are solved on one thread.
+const PARALLEL_LINES: usize = 16;
+
+/// The lines of an edge list and the buffers of their solves.
+#[derive(Clone, Debug, Default)]
+pub struct LineStretch {
+    /// Each line's first particle slot in `vertices` and its edge count.
+    lines: Vec<(u32, u32)>,
+    /// The particles of all lines, line after line (`k + 1` for a line of `k` edges).
+    vertices: Vec<u32>,
+    /// The edges of all lines, line after line, at the slot of their first particle.
+    edges: Vec<u32>,
+    /// The families: ranges of `lines`.
+    families: Vec<(usize, usize)>,
+}
+
+/// What one solve found.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct LineReport {
+    /// Largest `|C|` before the solve (m).
+    pub max_violation: Real,
+    /// Edges too short to have a direction, left out of their line's system.
+    pub degenerate: u64,
+}
+
+impl LineStretch {
+    /// Cuts `edges` into lines over the rest positions `rest` (m) and groups them in families.
+    pub fn new(rest: &[Vec3], edges: &[Distance]) -> Self {
+        let n = rest.len();
+        // Incident edges per particle (compressed rows).
+        let mut start = vec![0u32; n + 1];
+        for e in edges {
+            for &i in &e.particles {
+                start[i as usize + 1] += 1;
+            }
+        }
+        for i in 0..n {
+            start[i + 1] += start[i];
+        }
+        let mut fill = start.clone();
+        let mut incident = vec![0u32; 2 * edges.len()];
+        for (j, e) in edges.iter().enumerate() {
+            for &i in &e.particles {
+                incident[fill[i as usize] as usize] = j as u32;
+                fill[i as usize] += 1;
+            }
+        }
+        let other = |j: u32, i: u32| {
+            let [a, b] = edges[j as usize].particles;
+            if a == i {
+                b
+            } else {
+                a
+            }
+        };
+        let mut used = vec![false; edges.len()];
+        // The line being grown holds particle i when `stamp[i] == line number + 1`.
+        let mut stamp = vec![0u32; n];
+        // Grows a line from `tip`, reached from `from`, while a straight unused edge goes on.
+        let grow = |tip: u32,
+                    from: u32,
+                    used: &mut [bool],
+                    stamp: &mut [u32],
+                    mark: u32,
+                    out: &mut Vec<(u32, u32)>| {
+            let (mut tip, mut from) = (tip, from);
+            loop {
+                let d = rest[tip as usize] - rest[from as usize];
+                let dl = d.length();
+                let mut best: Option<(Real, u32)> = None;
+                for &j in &incident[start[tip as usize] as usize..start[tip as usize + 1] as usize]
+                {
+                    if used[j as usize] {
+                        continue;
+                    }
+                    let c = other(j, tip);
+                    if stamp[c as usize] == mark {
+                        continue;
+                    }
+                    let e = rest[c as usize] - rest[tip as usize];
+                    let el = e.length();
+                    if dl <= 0.0 || el <= 0.0 {
+                        continue;
+                    }
+                    let cos = d.dot(e) / (dl * el);
+                    if cos >= MIN_CONTINUATION_COS && best.is_none_or(|(b, _)| cos > b) {
+                        best = Some((cos, j));
+                    }
+                }
+                let Some((_, j)) = best else { break };
+                used[j as usize] = true;
+                let c = other(j, tip);
+                stamp[c as usize] = mark;
+                out.push((c, j));
+                from = tip;
+                tip = c;
+            }
+        };
+        let mut lines = Vec::new();
+        let mut vertices = Vec::with_capacity(edges.len() * 2);
+        let mut line_edges = Vec::with_capacity(edges.len() * 2);
+        let (mut ahead, mut behind) = (Vec::new(), Vec::new());
+        for (j, e) in edges.iter().enumerate() {
+            if used[j] {
+                continue;
+            }
+            used[j] = true;
+            let mark = lines.len() as u32 + 1;
+            let [a, b] = e.particles;
+            stamp[a as usize] = mark;
+            stamp[b as usize] = mark;
+            ahead.clear();
+            behind.clear();
+            grow(b, a, &mut used, &mut stamp, mark, &mut ahead);
+            grow(a, b, &mut used, &mut stamp, mark, &mut behind);
+            // behind reversed, a, b, ahead; edges between them.
+            let first = vertices.len() as u32;
+            for &(v, _) in behind.iter().rev() {
+                vertices.push(v);
+            }
+            vertices.push(a);
+            vertices.push(b);
+            for &(v, _) in &ahead {
+                vertices.push(v);
+            }
+            for &(_, je) in behind.iter().rev() {
+                line_edges.push(je);
+            }
+            line_edges.push(j as u32);
+            for &(_, je) in &ahead {
+                line_edges.push(je);
+            }
+            // Keep `edges` aligned with `vertices`: one filler per line.
+            line_edges.push(u32::MAX);
+            lines.push((first, (behind.len() + 1 + ahead.len()) as u32));
+        }
+        // Families: greedy, the first family whose lines touch none of this line's particles.
+        let mut owner: Vec<u64> = vec![0; n];
+        let mut family_of = Vec::with_capacity(lines.len());
+        let mut extra: Vec<Vec<bool>> = Vec::new();
+        for &(first, k) in &lines {
+            let vs = &vertices[first as usize..(first + k + 1) as usize];
+            let taken = vs.iter().fold(0u64, |m, &v| m | owner[v as usize]);
+            let mut f = (!taken).trailing_zeros() as usize;
+            if f >= 64 {
+                // More than 64 families: look further, in flags per family.
+                f = 64;
+                loop {
+                    if extra.len() <= f - 64 {
+                        extra.push(vec![false; n]);
+                    }
+                    let flags = &extra[f - 64];
+                    if vs.iter().all(|&v| !flags[v as usize]) {
+                        break;
+                    }
+                    f += 1;
+                }
+                for &v in vs {
+                    extra[f - 64][v as usize] = true;
+                }
+            } else {
+                for &v in vs {
+                    owner[v as usize] |= 1 << f;
+                }
+            }
+            family_of.push(f);
+        }
+        let count = family_of.iter().max().map_or(0, |&f| f + 1);
+        let mut order: Vec<usize> = (0..lines.len()).collect();
+        order.sort_by_key(|&l| family_of[l]);
+        let mut families = Vec::with_capacity(count);
+        let mut sorted = Vec::with_capacity(lines.len());
+        for f in 0..count {
+            let begin = sorted.len();
+            sorted.extend(
+                order
+                    .iter()
+                    .filter(|&&l| family_of[l] == f)
+                    .map(|&l| lines[l]),
+            );
+            families.push((begin, sorted.len()));
+        }
+        Self {
+            lines: sorted,
+            vertices,
+            edges: line_edges,
+            families,
+        }
+    }
+
+    /// The number of lines.
+    pub fn line_count(&self) -> usize {
+        self.lines.len()
+    }
+
+    /// The number of families.
+    pub fn family_count(&self) -> usize {
+        self.families.len()
+    }
+
+    /// One exact XPBD Newton step per line, family after family (in reverse order when
+    /// `reverse`): moves `x` (m) and accumulates `lambda` (one per edge); `w` are the inverse
+    /// masses (1/kg); `pass` gives the substep `h` (s).
+    pub(crate) fn solve(
+        &self,
+        x: &mut [Vec3],
+        w: &[Real],
+        edges: &[Distance],
+        lambda: &mut [Real],
+        Pass {
+            h,
+            reverse,
+            parallel,
+        }: Pass,
+    ) -> LineReport {
+        let inv_h2 = 1.0 / (h * h);
+        let xs = SharedSlice::new(x);
+        let ls = SharedSlice::new(lambda);
+        let mut report = LineReport::default();
+        let count = self.families.len();
+        for f in 0..count {
+            let (begin, end) = self.families[if reverse { count - 1 - f } else { f }];
+            let lines = &self.lines[begin..end];
+            let one = |&(first, k): &(u32, u32)| {
+                // SAFETY: the lines of a family share no particle, and each edge is in one line.
+                unsafe { self.solve_line(xs, ls, w, edges, first as usize, k as usize, inv_h2) }
+            };
+            let r = if parallel && lines.len() >= PARALLEL_LINES {
+                lines.par_iter().map(one).reduce(LineReport::default, merge)
+            } else {
+                lines.iter().map(one).fold(LineReport::default(), merge)
+            };
+            report = merge(report, r);
+        }
+        report
+    }
+
+    /// Solves one line of `k` edges whose particles start at slot `first`.
+    ///
+    /// # Safety
+    /// No other thread may touch this line's particles or edges' multipliers meanwhile.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn solve_line(
+        &self,
+        xs: SharedSlice<Vec3>,
+        ls: SharedSlice<Real>,
+        w: &[Real],
+        edges: &[Distance],
+        first: usize,
+        k: usize,
+        inv_h2: Real,
+    ) -> LineReport {
+        const MAX_STACK: usize = 256;
+        let vs = &self.vertices[first..first + k + 1];
+        let es = &self.edges[first..first + k];
+        let mut report = LineReport::default();
+        // Pieces of at most MAX_STACK edges, each solved exactly, one after the other (a longer
+        // line is solved as consecutive pieces, without allocation).
+        let mut n = [Vec3::ZERO; MAX_STACK];
+        let mut diag = [0.0 as Real; MAX_STACK];
+        let mut rhs = [0.0 as Real; MAX_STACK];
+        let mut upper = [0.0 as Real; MAX_STACK];
+        let mut s = 0;
+        while s < k {
+            let m = (k - s).min(MAX_STACK);
+            for j in 0..m {
+                let (p, q) = (vs[s + j] as usize, vs[s + j + 1] as usize);
+                let e = &edges[es[s + j] as usize];
+                let d = *xs.get_mut(p) - *xs.get_mut(q);
+                let len2 = d.length_squared();
+                let at = e.compliance_m_per_n * inv_h2;
+                let l = *ls.get_mut(es[s + j] as usize);
+                if len2 < DEGENERATE_LENGTH_SQ {
+                    report.degenerate += 1;
+                    n[j] = Vec3::ZERO;
+                    diag[j] = 1.0;
+                    rhs[j] = 0.0;
+                    continue;
+                }
+                let len = len2.sqrt();
+                let c = len - e.rest_length_m;
+                report.max_violation = report.max_violation.max(c.abs());
+                n[j] = d / len;
+                let a = w[p] + w[q] + at;
+                if a <= 0.0 {
+                    n[j] = Vec3::ZERO;
+                    diag[j] = 1.0;
+                    rhs[j] = 0.0;
+                    continue;
+                }
+                diag[j] = a;
+                rhs[j] = -c - at * l;
+            }
+            for j in 0..m.saturating_sub(1) {
+                let q = vs[s + j + 1] as usize;
+                upper[j] = -w[q] * n[j].dot(n[j + 1]);
+            }
+            // Thomas: forward elimination, then back substitution (rhs becomes Δλ).
+            for j in 1..m {
+                let f = upper[j - 1] / diag[j - 1];
+                diag[j] -= f * upper[j - 1];
+                rhs[j] -= f * rhs[j - 1];
+            }
+            rhs[m - 1] /= diag[m - 1];
+            for j in (0..m - 1).rev() {
+                rhs[j] = (rhs[j] - upper[j] * rhs[j + 1]) / diag[j];
+            }
+            for j in 0..m {
+                let dl = rhs[j];
+                if n[j] == Vec3::ZERO || dl == 0.0 {
+                    continue;
+                }
+                let (p, q) = (vs[s + j] as usize, vs[s + j + 1] as usize);
+                *xs.get_mut(p) += n[j] * (w[p] * dl);
+                *xs.get_mut(q) -= n[j] * (w[q] * dl);
+                let ei = es[s + j] as usize;
+                *ls.get_mut(ei) += dl;
+            }
+            s += m;
+        }
+        report
+    }
+}
+
+fn merge(a: LineReport, b: LineReport) -> LineReport {
+    LineReport {
+        max_violation: a.max_violation.max(b.max_violation),
+        degenerate: a.degenerate + b.degenerate,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::constraints::solve_distance;
+
+    fn pass(reverse: bool, parallel: bool) -> Pass {
+        Pass {
+            h: 1.0 / 240.0,
+            reverse,
+            parallel,
+        }
+    }
+
+    /// An `n × n` grid of edge `cell` (m) in the xz plane, one diagonal per quad.
+    fn grid(n: u32, cell: Real) -> (Vec<Vec3>, Vec<Distance>) {
+        let mut x = Vec::new();
+        for j in 0..n {
+            for i in 0..n {
+                x.push(Vec3::new(i as Real * cell, 0.0, j as Real * cell));
+            }
+        }
+        let mut edges = Vec::new();
+        let mut edge = |a: u32, b: u32| {
+            edges.push(Distance {
+                particles: [a, b],
+                rest_length_m: (x[a as usize] - x[b as usize]).length(),
+                compliance_m_per_n: 0.0,
+            })
+        };
+        for j in 0..n {
+            for i in 0..n {
+                let a = j * n + i;
+                if i + 1 < n {
+                    edge(a, a + 1);
+                }
+                if j + 1 < n {
+                    edge(a, a + n);
+                }
+                if i + 1 < n && j + 1 < n {
+                    edge(a, a + n + 1);
+                }
+            }
+        }
+        (x, edges)
+    }
+
+    fn lines_of(l: &LineStretch) -> Vec<(Vec<u32>, Vec<u32>)> {
+        l.lines
+            .iter()
+            .map(|&(first, k)| {
+                let (f, k) = (first as usize, k as usize);
+                (
+                    l.vertices[f..f + k + 1].to_vec(),
+                    l.edges[f..f + k].to_vec(),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_grid_is_cut_into_its_rows_columns_and_diagonals() {
+        let n = 8;
+        let (x, edges) = grid(n, 0.1);
+        let l = LineStretch::new(&x, &edges);
+        let lines = lines_of(&l);
+        // Every edge in exactly one line, between the line's consecutive particles.
+        let mut seen = vec![0; edges.len()];
+        for (vs, es) in &lines {
+            for (k, &e) in es.iter().enumerate() {
+                seen[e as usize] += 1;
+                let mut pair = [vs[k], vs[k + 1]];
+                pair.sort();
+                let mut p = edges[e as usize].particles;
+                p.sort();
+                assert_eq!(pair, p);
+            }
+        }
+        assert!(seen.iter().all(|&c| c == 1), "{seen:?}");
+        // n rows, n columns and 2n − 3 diagonals (the corner ones have no edge), all straight.
+        assert_eq!(lines.len() as u32, n + n + 2 * n - 3);
+        let full = lines
+            .iter()
+            .filter(|(_, es)| es.len() as u32 == n - 1)
+            .count() as u32;
+        assert_eq!(full, 2 * n + 1);
+        for (vs, _) in &lines {
+            let d = x[vs[1] as usize] - x[vs[0] as usize];
+            for p in vs.windows(2) {
+                let e = x[p[1] as usize] - x[p[0] as usize];
+                assert!((e - d).length() < 1e-6, "a line turns: {vs:?}");
+            }
+        }
+        // The lines of a family share no particle.
+        assert!(l.family_count() <= 4, "{}", l.family_count());
+        for &(begin, end) in &l.families {
+            let mut owner = vec![false; x.len()];
+            for &(first, k) in &l.lines[begin..end] {
+                for &v in &l.vertices[first as usize..(first + k + 1) as usize] {
+                    assert!(!owner[v as usize], "particle {v} twice in a family");
+                    owner[v as usize] = true;
+                }
+            }
+        }
+    }
+
+    /// A vertical chain pinned at the top, every free particle moved down by the same amount
+    /// (a substep's gravity): one line solve puts it back exactly, where one edge-by-edge pass
+    /// leaves most of the error at the top.
+    #[test]
+    fn one_solve_holds_a_hanging_chain_exactly() {
+        let k = 40;
+        let rest: Vec<Vec3> = (0..=k)
+            .map(|i| Vec3::new(0.0, -0.01 * i as Real, 0.0))
+            .collect();
+        let edges: Vec<Distance> = (0..k)
+            .map(|i| Distance {
+                particles: [i as u32, i as u32 + 1],
+                rest_length_m: 0.01,
+                compliance_m_per_n: 0.0,
+            })
+            .collect();
+        let mut w = vec![1.0 / 0.002; k + 1];
+        w[0] = 0.0;
+        let drop = 1e-4;
+        let predicted: Vec<Vec3> = rest
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                if i == 0 {
+                    *p
+                } else {
+                    *p - Vec3::new(0.0, drop, 0.0)
+                }
+            })
+            .collect();
+        let lines = LineStretch::new(&rest, &edges);
+        assert_eq!(lines.line_count(), 1);
+        let mut x = predicted.clone();
+        let mut lambda = vec![0.0; k];
+        let r = lines.solve(&mut x, &w, &edges, &mut lambda, pass(false, false));
+        assert!((r.max_violation - drop).abs() < 1e-7, "{r:?}");
+        for (a, b) in x.iter().zip(&rest) {
+            assert!((*a - *b).length() < 0.01 * drop, "{a:?} vs {b:?}");
+        }
+        // Edge by edge from the top: the top edge keeps most of the error.
+        let mut y = predicted;
+        let mut l2 = vec![0.0; k];
+        for (e, l) in edges.iter().zip(&mut l2) {
+            let [a, b] = e.particles.map(|i| i as usize);
+            if let crate::constraints::Outcome::Move([da, db]) =
+                solve_distance([y[a], y[b]], [w[a], w[b]], 0.01, 0.0, 1.0 / 240.0, l)
+            {
+                y[a] += da;
+                y[b] += db;
+            }
+        }
+        let worst = y
+            .windows(2)
+            .map(|p| ((p[0] - p[1]).length() - 0.01).abs())
+            .fold(0.0, Real::max);
+        assert!(worst > 0.3 * drop, "{worst}");
+    }
+
+    /// The moves are the constraints' impulses: a free, jumbled grid keeps its centre of mass
+    /// in one solve (parallel or not, with the same numbers), and the stretch falls.
+    #[test]
+    fn a_solve_moves_no_momentum_and_is_the_same_on_one_thread_or_many() {
+        let n = 24;
+        let (rest, edges) = grid(n, 0.02);
+        let mass: Vec<Real> = (0..rest.len())
+            .map(|i| 0.001 * (1.0 + (i % 3) as Real))
+            .collect();
+        let w: Vec<Real> = mass.iter().map(|m| 1.0 / m).collect();
+        let jumbled: Vec<Vec3> = rest
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let t = i as Real;
+                *p + Vec3::new((t * 0.7).sin(), (t * 1.3).cos(), (t * 2.1).sin()) * 0.003
+            })
+            .collect();
+        let centre = |x: &[Vec3]| {
+            x.iter()
+                .zip(&mass)
+                .fold(Vec3::ZERO, |s, (p, m)| s + *p * *m)
+        };
+        let worst = |x: &[Vec3]| {
+            edges.iter().fold(0.0, |m: Real, e| {
+                let [a, b] = e.particles.map(|i| i as usize);
+                m.max(((x[a] - x[b]).length() - e.rest_length_m).abs())
+            })
+        };
+        let lines = LineStretch::new(&rest, &edges);
+        let mut one = jumbled.clone();
+        let mut many = jumbled.clone();
+        let (mut l1, mut l2) = (vec![0.0; edges.len()], vec![0.0; edges.len()]);
+        for k in 0..4 {
+            lines.solve(&mut one, &w, &edges, &mut l1, pass(k % 2 == 1, false));
+            lines.solve(&mut many, &w, &edges, &mut l2, pass(k % 2 == 1, true));
+        }
+        assert_eq!(one, many);
+        let moved = (centre(&one) - centre(&jumbled)).length();
+        assert!(moved < 1e-7, "{moved}");
+        assert!(
+            worst(&one) < 0.2 * worst(&jumbled),
+            "{} {}",
+            worst(&one),
+            worst(&jumbled)
+        );
+    }
+}
