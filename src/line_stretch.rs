@@ -38,15 +38,25 @@ pub const MIN_CONTINUATION_COS: Real = 0.8;
 /// Families with fewer lines than this are solved on one thread.
 const PARALLEL_LINES: usize = 16;
 
-/// The lines of an edge list and the buffers of their solves.
+/// Groups of [`LANES`] lines per rayon task.
+const GROUPS_PER_TASK: usize = 1;
+
+/// One line: `edges` consecutive edges of the (sorted) edge list from `first_edge`, through
+/// `edges + 1` particles listed in [`LineStretch`]'s vertex list from `first_vertex`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Line {
+    first_vertex: u32,
+    first_edge: u32,
+    edges: u32,
+}
+
+/// The lines of an edge list.
 #[derive(Clone, Debug, Default)]
 pub struct LineStretch {
-    /// Each line's first particle slot in `vertices` and its edge count.
-    lines: Vec<(u32, u32)>,
+    /// The lines, family after family.
+    lines: Vec<Line>,
     /// The particles of all lines, line after line (`k + 1` for a line of `k` edges).
     vertices: Vec<u32>,
-    /// The edges of all lines, line after line, at the slot of their first particle.
-    edges: Vec<u32>,
     /// The families: ranges of `lines`.
     families: Vec<(usize, usize)>,
 }
@@ -61,12 +71,14 @@ pub struct LineReport {
 }
 
 impl LineStretch {
-    /// Cuts `edges` into lines over the rest positions `rest` (m) and groups them in families.
-    pub fn new(rest: &[Vec3], edges: &[Distance]) -> Self {
+    /// Cuts `edges` into lines over the rest positions `rest` (m), groups them in families,
+    /// and sorts `edges` to match: each line's edges consecutive, in the line's order, the
+    /// lines family after family.
+    pub fn new(rest: &[Vec3], edges: &mut Vec<Distance>) -> Self {
         let n = rest.len();
         // Incident edges per particle (compressed rows).
         let mut start = vec![0u32; n + 1];
-        for e in edges {
+        for e in edges.iter() {
             for &i in &e.particles {
                 start[i as usize + 1] += 1;
             }
@@ -204,23 +216,34 @@ impl LineStretch {
         }
         let count = family_of.iter().max().map_or(0, |&f| f + 1);
         let mut order: Vec<usize> = (0..lines.len()).collect();
-        order.sort_by_key(|&l| family_of[l]);
-        let mut families = Vec::with_capacity(count);
-        let mut sorted = Vec::with_capacity(lines.len());
-        for f in 0..count {
-            let begin = sorted.len();
-            sorted.extend(
-                order
+        // Family after family, longest lines first (lines solved side by side should be alike).
+        order.sort_by_key(|&l| (family_of[l], std::cmp::Reverse(lines[l].1)));
+        let mut families = vec![(0, 0); count];
+        let mut sorted_lines = Vec::with_capacity(lines.len());
+        let mut sorted_edges = Vec::with_capacity(edges.len());
+        for (slot, &l) in order.iter().enumerate() {
+            let (first, k) = lines[l];
+            let f = family_of[l];
+            if slot == 0 || family_of[order[slot - 1]] != f {
+                families[f].0 = slot;
+            }
+            families[f].1 = slot + 1;
+            sorted_lines.push(Line {
+                first_vertex: first,
+                first_edge: sorted_edges.len() as u32,
+                edges: k,
+            });
+            let from = first as usize;
+            sorted_edges.extend(
+                line_edges[from..from + k as usize]
                     .iter()
-                    .filter(|&&l| family_of[l] == f)
-                    .map(|&l| lines[l]),
+                    .map(|&j| edges[j as usize]),
             );
-            families.push((begin, sorted.len()));
         }
+        *edges = sorted_edges;
         Self {
-            lines: sorted,
+            lines: sorted_lines,
             vertices,
-            edges: line_edges,
             families,
         }
     }
@@ -258,105 +281,139 @@ impl LineStretch {
         for f in 0..count {
             let (begin, end) = self.families[if reverse { count - 1 - f } else { f }];
             let lines = &self.lines[begin..end];
-            let one = |&(first, k): &(u32, u32)| {
+            let one = |group: &[Line]| {
                 // SAFETY: the lines of a family share no particle, and each edge is in one line.
-                unsafe { self.solve_line(xs, ls, w, edges, first as usize, k as usize, inv_h2) }
+                unsafe { solve_group(&self.vertices, xs, ls, w, edges, group, inv_h2) }
             };
             let r = if parallel && lines.len() >= PARALLEL_LINES {
-                lines.par_iter().map(one).reduce(LineReport::default, merge)
+                lines
+                    .par_chunks(LANES)
+                    .with_min_len(GROUPS_PER_TASK)
+                    .map(one)
+                    .reduce(LineReport::default, merge)
             } else {
-                lines.iter().map(one).fold(LineReport::default(), merge)
+                lines
+                    .chunks(LANES)
+                    .map(one)
+                    .fold(LineReport::default(), merge)
             };
             report = merge(report, r);
         }
         report
     }
+}
 
-    /// Solves one line of `k` edges whose particles start at slot `first`.
-    ///
-    /// # Safety
-    /// No other thread may touch this line's particles or edges' multipliers meanwhile.
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn solve_line(
-        &self,
-        xs: SharedSlice<Vec3>,
-        ls: SharedSlice<Real>,
-        w: &[Real],
-        edges: &[Distance],
-        first: usize,
-        k: usize,
-        inv_h2: Real,
-    ) -> LineReport {
-        const MAX_STACK: usize = 256;
-        let vs = &self.vertices[first..first + k + 1];
-        let es = &self.edges[first..first + k];
-        let mut report = LineReport::default();
-        // Pieces of at most MAX_STACK edges, each solved exactly, one after the other (a longer
-        // line is solved as consecutive pieces, without allocation).
-        let mut n = [Vec3::ZERO; MAX_STACK];
-        let mut diag = [0.0 as Real; MAX_STACK];
-        let mut rhs = [0.0 as Real; MAX_STACK];
-        let mut upper = [0.0 as Real; MAX_STACK];
-        let mut s = 0;
-        while s < k {
-            let m = (k - s).min(MAX_STACK);
+/// Lines solved together, one per lane: their tridiagonal systems are eliminated side by side,
+/// so that the divisions of one line's recurrence overlap those of the others (and vectorise).
+const LANES: usize = 8;
+
+/// Edges per piece: a longer line is solved as consecutive pieces, each exactly, one after the
+/// other (buffers on the stack, no allocation).
+const PIECE: usize = 128;
+
+/// Solves a group of at most [`LANES`] lines of one family.
+///
+/// # Safety
+/// No other thread may touch these lines' particles or their edges' multipliers meanwhile, and
+/// every particle index is below the length of `xs` and `w`.
+unsafe fn solve_group(
+    vertices: &[u32],
+    xs: SharedSlice<Vec3>,
+    ls: SharedSlice<Real>,
+    w: &[Real],
+    edges: &[Distance],
+    group: &[Line],
+    inv_h2: Real,
+) -> LineReport {
+    let mut report = LineReport::default();
+    // Per edge slot j and lane l: the direction n, the diagonal, the right-hand side (then Δλ)
+    // and the coupling to edge j + 1.
+    let mut n = [[Vec3::ZERO; LANES]; PIECE];
+    let mut diag = [[1.0 as Real; LANES]; PIECE];
+    let mut rhs = [[0.0 as Real; LANES]; PIECE];
+    let mut upper = [[0.0 as Real; LANES]; PIECE];
+    let longest = group.iter().map(|l| l.edges as usize).max().unwrap_or(0);
+    let mut s = 0;
+    while s < longest {
+        let m = (longest - s).min(PIECE);
+        for (lane, line) in group.iter().enumerate() {
+            let k = (line.edges as usize).saturating_sub(s).min(m);
+            let vs = &vertices[line.first_vertex as usize + s..];
+            let e0 = line.first_edge as usize + s;
             for j in 0..m {
-                let (p, q) = (vs[s + j] as usize, vs[s + j + 1] as usize);
-                let e = &edges[es[s + j] as usize];
-                let d = *xs.get_mut(p) - *xs.get_mut(q);
+                n[j][lane] = Vec3::ZERO;
+                diag[j][lane] = 1.0;
+                rhs[j][lane] = 0.0;
+                upper[j][lane] = 0.0;
+                if j >= k {
+                    continue;
+                }
+                let (p, q) = (vs[j] as usize, vs[j + 1] as usize);
+                let e = &edges[e0 + j];
+                // SAFETY: the caller's contract.
+                let d = unsafe { *xs.get_mut(p) - *xs.get_mut(q) };
                 let len2 = d.length_squared();
-                let at = e.compliance_m_per_n * inv_h2;
-                let l = *ls.get_mut(es[s + j] as usize);
                 if len2 < DEGENERATE_LENGTH_SQ {
                     report.degenerate += 1;
-                    n[j] = Vec3::ZERO;
-                    diag[j] = 1.0;
-                    rhs[j] = 0.0;
+                    continue;
+                }
+                let at = e.compliance_m_per_n * inv_h2;
+                let a = w[p] + w[q] + at;
+                if a <= 0.0 {
                     continue;
                 }
                 let len = len2.sqrt();
                 let c = len - e.rest_length_m;
                 report.max_violation = report.max_violation.max(c.abs());
-                n[j] = d / len;
-                let a = w[p] + w[q] + at;
-                if a <= 0.0 {
-                    n[j] = Vec3::ZERO;
-                    diag[j] = 1.0;
-                    rhs[j] = 0.0;
-                    continue;
-                }
-                diag[j] = a;
-                rhs[j] = -c - at * l;
+                n[j][lane] = d / len;
+                diag[j][lane] = a;
+                // SAFETY: the caller's contract.
+                rhs[j][lane] = -c - at * unsafe { *ls.get_mut(e0 + j) };
             }
-            for j in 0..m.saturating_sub(1) {
-                let q = vs[s + j + 1] as usize;
-                upper[j] = -w[q] * n[j].dot(n[j + 1]);
+            for j in 1..k {
+                let q = vs[j] as usize;
+                upper[j - 1][lane] = -w[q] * n[j - 1][lane].dot(n[j][lane]);
             }
-            // Thomas: forward elimination, then back substitution (rhs becomes Δλ).
-            for j in 1..m {
-                let f = upper[j - 1] / diag[j - 1];
-                diag[j] -= f * upper[j - 1];
-                rhs[j] -= f * rhs[j - 1];
-            }
-            rhs[m - 1] /= diag[m - 1];
-            for j in (0..m - 1).rev() {
-                rhs[j] = (rhs[j] - upper[j] * rhs[j + 1]) / diag[j];
-            }
-            for j in 0..m {
-                let dl = rhs[j];
-                if n[j] == Vec3::ZERO || dl == 0.0 {
-                    continue;
-                }
-                let (p, q) = (vs[s + j] as usize, vs[s + j + 1] as usize);
-                *xs.get_mut(p) += n[j] * (w[p] * dl);
-                *xs.get_mut(q) -= n[j] * (w[q] * dl);
-                let ei = es[s + j] as usize;
-                *ls.get_mut(ei) += dl;
-            }
-            s += m;
         }
-        report
+        // Thomas, all lanes at once: forward elimination, then back substitution (rhs
+        // becomes Δλ). Padding slots have diagonal 1, right-hand side 0 and no coupling.
+        for j in 1..m {
+            for l in 0..LANES {
+                let f = upper[j - 1][l] / diag[j - 1][l];
+                diag[j][l] -= f * upper[j - 1][l];
+                rhs[j][l] -= f * rhs[j - 1][l];
+            }
+        }
+        for l in 0..LANES {
+            rhs[m - 1][l] /= diag[m - 1][l];
+        }
+        for j in (0..m - 1).rev() {
+            for l in 0..LANES {
+                rhs[j][l] = (rhs[j][l] - upper[j][l] * rhs[j + 1][l]) / diag[j][l];
+            }
+        }
+        for (lane, line) in group.iter().enumerate() {
+            let k = (line.edges as usize).saturating_sub(s).min(m);
+            let vs = &vertices[line.first_vertex as usize + s..];
+            let e0 = line.first_edge as usize + s;
+            for j in 0..k {
+                let dl = rhs[j][lane];
+                let nj = n[j][lane];
+                if nj == Vec3::ZERO || dl == 0.0 {
+                    continue;
+                }
+                let (p, q) = (vs[j] as usize, vs[j + 1] as usize);
+                // SAFETY: the caller's contract.
+                unsafe {
+                    *xs.get_mut(p) += nj * (w[p] * dl);
+                    *xs.get_mut(q) -= nj * (w[q] * dl);
+                    *ls.get_mut(e0 + j) += dl;
+                }
+            }
+        }
+        s += m;
     }
+    report
 }
 
 fn merge(a: LineReport, b: LineReport) -> LineReport {
@@ -415,11 +472,12 @@ mod tests {
     fn lines_of(l: &LineStretch) -> Vec<(Vec<u32>, Vec<u32>)> {
         l.lines
             .iter()
-            .map(|&(first, k)| {
-                let (f, k) = (first as usize, k as usize);
+            .map(|line| {
+                let (f, k) = (line.first_vertex as usize, line.edges);
+                let e = line.first_edge;
                 (
-                    l.vertices[f..f + k + 1].to_vec(),
-                    l.edges[f..f + k].to_vec(),
+                    l.vertices[f..f + k as usize + 1].to_vec(),
+                    (e..e + k).collect(),
                 )
             })
             .collect()
@@ -428,9 +486,21 @@ mod tests {
     #[test]
     fn a_grid_is_cut_into_its_rows_columns_and_diagonals() {
         let n = 8;
-        let (x, edges) = grid(n, 0.1);
-        let l = LineStretch::new(&x, &edges);
+        let (x, original) = grid(n, 0.1);
+        let mut edges = original.clone();
+        let l = LineStretch::new(&x, &mut edges);
         let lines = lines_of(&l);
+        // The same edges, sorted.
+        let key = |e: &Distance| {
+            let mut p = e.particles;
+            p.sort();
+            p
+        };
+        let mut a: Vec<_> = original.iter().map(key).collect();
+        let mut b: Vec<_> = edges.iter().map(key).collect();
+        a.sort();
+        b.sort();
+        assert_eq!(a, b);
         // Every edge in exactly one line, between the line's consecutive particles.
         let mut seen = vec![0; edges.len()];
         for (vs, es) in &lines {
@@ -462,8 +532,9 @@ mod tests {
         assert!(l.family_count() <= 4, "{}", l.family_count());
         for &(begin, end) in &l.families {
             let mut owner = vec![false; x.len()];
-            for &(first, k) in &l.lines[begin..end] {
-                for &v in &l.vertices[first as usize..(first + k + 1) as usize] {
+            for line in &l.lines[begin..end] {
+                let f = line.first_vertex as usize;
+                for &v in &l.vertices[f..f + line.edges as usize + 1] {
                     assert!(!owner[v as usize], "particle {v} twice in a family");
                     owner[v as usize] = true;
                 }
@@ -480,7 +551,7 @@ mod tests {
         let rest: Vec<Vec3> = (0..=k)
             .map(|i| Vec3::new(0.0, -0.01 * i as Real, 0.0))
             .collect();
-        let edges: Vec<Distance> = (0..k)
+        let mut edges: Vec<Distance> = (0..k)
             .map(|i| Distance {
                 particles: [i as u32, i as u32 + 1],
                 rest_length_m: 0.01,
@@ -501,7 +572,7 @@ mod tests {
                 }
             })
             .collect();
-        let lines = LineStretch::new(&rest, &edges);
+        let lines = LineStretch::new(&rest, &mut edges);
         assert_eq!(lines.line_count(), 1);
         let mut x = predicted.clone();
         let mut lambda = vec![0.0; k];
@@ -534,7 +605,7 @@ mod tests {
     #[test]
     fn a_solve_moves_no_momentum_and_is_the_same_on_one_thread_or_many() {
         let n = 24;
-        let (rest, edges) = grid(n, 0.02);
+        let (rest, mut edges) = grid(n, 0.02);
         let mass: Vec<Real> = (0..rest.len())
             .map(|i| 0.001 * (1.0 + (i % 3) as Real))
             .collect();
@@ -547,6 +618,7 @@ mod tests {
                 *p + Vec3::new((t * 0.7).sin(), (t * 1.3).cos(), (t * 2.1).sin()) * 0.003
             })
             .collect();
+        let lines = LineStretch::new(&rest, &mut edges);
         let centre = |x: &[Vec3]| {
             x.iter()
                 .zip(&mass)
@@ -558,7 +630,6 @@ mod tests {
                 m.max(((x[a] - x[b]).length() - e.rest_length_m).abs())
             })
         };
-        let lines = LineStretch::new(&rest, &edges);
         let mut one = jumbled.clone();
         let mut many = jumbled.clone();
         let (mut l1, mut l2) = (vec![0.0; edges.len()], vec![0.0; edges.len()]);

@@ -1203,7 +1203,7 @@ impl Solver {
                 && bend_levels.is_some()
                 && (span_levels.is_some() || model.span_limits.is_empty()));
         let line_stretch = if edges && settings.stretch_solve == StretchSolve::Lines {
-            LineStretch::new(&model.positions, &model.stretch)
+            LineStretch::new(&model.positions, &mut model.stretch)
         } else {
             LineStretch::default()
         };
