@@ -20,7 +20,7 @@ use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use drape::bake::{bake, BakeOptions, LoadedScene};
 use drape::collide::BodyCollider;
 use drape::demo::{write_demo, DemoScene};
-use drape::sim::Solver;
+use drape::sim::{Solver, StretchSolve};
 
 const SUBSTEPS: u32 = 10;
 const FRAMES: u32 = 60;
@@ -146,7 +146,8 @@ fn collider_update(c: &mut Criterion) {
 /// substep count can fail at the large sizes), with four projections: every kind one at a
 /// time in the mesh's order, the vector sweeps (the same order, four at a time in levels: the
 /// same numbers), the default pipelined sweeps (the vector sweeps on two threads at once: the
-/// same numbers again), and the batches. Printed, not timed by criterion: one run per configuration is minutes at
+/// same numbers again), the batches, and the line solves of the stretch (the default: the
+/// stretch's lines solved exactly, the other kinds in vector sweeps). Printed, not timed by criterion: one run per configuration is minutes at
 /// N = 256.
 fn throughput(_c: &mut Criterion) {
     if std::env::var_os("DRAPE_BENCH_THROUGHPUT").is_none() {
@@ -156,12 +157,23 @@ fn throughput(_c: &mut Criterion) {
     for n in [32u32, 64, 128, 256] {
         let dir = tempfile::tempdir().expect("temp dir");
         let loaded = load(n, dir.path());
-        for mode in ["one at a time", "vector sweeps", "pipelined", "batched"] {
+        for mode in [
+            "one at a time",
+            "vector sweeps",
+            "pipelined",
+            "batched",
+            "lines",
+        ] {
             let body = loaded.body_collider().expect("collider");
             let (model, _) = loaded.build_model(body.as_ref());
             let mut settings = loaded.scene.solver.clone();
+            settings.stretch_solve = if mode == "lines" {
+                StretchSolve::Lines
+            } else {
+                StretchSolve::Sweep
+            };
             settings.parallel_projection = mode == "batched";
-            settings.vector_sweeps = mode == "vector sweeps" || mode == "pipelined";
+            settings.vector_sweeps = mode != "one at a time" && mode != "batched";
             settings.pipelined_sweeps = mode == "pipelined";
             let mut s = Solver::new(settings, model, body).expect("solver");
             let (mut projections, mut frames) = (0u64, 0u32);

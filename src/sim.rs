@@ -229,7 +229,7 @@ impl Default for SolverSettings {
             parallel_projection: false,
             vector_sweeps: true,
             pipelined_sweeps: true,
-            stretch_solve: StretchSolve::Sweep,
+            stretch_solve: StretchSolve::Lines,
             bend_solve: StretchSolve::Sweep,
             shear_solve: StretchSolve::Sweep,
             warm_start: 0.0,
@@ -2538,7 +2538,12 @@ mod tests {
         });
         let m = model(&skirt.mesh, &skirt.pinned);
         let first_edges: Vec<[u32; 2]> = m.stretch.iter().map(|c| c.particles).collect();
-        let s = Solver::new(SolverSettings::default(), m, None).unwrap();
+        // Levels are for the stretch swept edge by edge (not the default line solves).
+        let sweep = SolverSettings {
+            stretch_solve: StretchSolve::Sweep,
+            ..Default::default()
+        };
+        let s = Solver::new(sweep, m, None).unwrap();
         let levels = s.stretch_levels.as_ref().expect("levelled");
         assert!(levels.count() * crate::levels::MIN_LEVEL_WIDTH <= first_edges.len());
         // The first level holds waistband edges (layer 0), pinned at both ends or one.
@@ -2554,7 +2559,7 @@ mod tests {
         // (Pipelined, the lists are regrouped by thread: `tests/parallel.rs`.)
         let settings = SolverSettings {
             pipelined_sweeps: false,
-            ..Default::default()
+            ..sweep
         };
         let s = Solver::new(settings, m, None).unwrap();
         assert_eq!(

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use drape::app::DrapeApp;
 use drape::demo::{write_demo, DemoScene};
 use drape::scene::Scene;
+use drape::sim::StretchSolve;
 use egui_kittest::kittest::Queryable;
 use egui_kittest::Harness;
 
@@ -199,6 +200,42 @@ fn the_span_limits_check_box_rebuilds_the_solver_with_them_and_undo_takes_them_a
     wait_until(&mut h, "the model without them", |a| {
         a.solver_span_limits == Some(0)
     });
+}
+
+#[test]
+fn the_stretch_solve_buttons_edit_the_scene_and_undo_restores_it() {
+    let mut h = harness(None);
+    loaded(&mut h);
+    assert_eq!(
+        h.state().doc.scene.solver.stretch_solve,
+        StretchSolve::Lines
+    );
+    h.get_by_label("By edge").click();
+    h.run_steps(2);
+    assert_eq!(
+        h.state().doc.scene.solver.stretch_solve,
+        StretchSolve::Sweep
+    );
+    assert!(h.state().doc.dirty);
+    h.get_by_label("Global").click();
+    h.run_steps(2);
+    assert_eq!(
+        h.state().doc.scene.solver.stretch_solve,
+        StretchSolve::Global
+    );
+    wait_until(&mut h, "the rebuilt solver", |a| a.live.is_some());
+    h.state_mut().undo();
+    h.run_steps(2);
+    assert_eq!(
+        h.state().doc.scene.solver.stretch_solve,
+        StretchSolve::Sweep
+    );
+    h.state_mut().undo();
+    h.run_steps(2);
+    assert_eq!(
+        h.state().doc.scene.solver.stretch_solve,
+        StretchSolve::Lines
+    );
 }
 
 #[test]

@@ -345,6 +345,28 @@ fn solver_properties(ui: &mut egui::Ui, scene: &mut Scene) {
             s.collision_thickness_m = mm / 1000.0;
         }
         ui.end_row();
+        ui.label("Stretch solve");
+        ui.horizontal(|ui| {
+            use crate::sim::StretchSolve;
+            ui.selectable_value(&mut s.stretch_solve, StretchSolve::Lines, "By line")
+                .on_hover_text(
+                    "Each straight line of edges solved exactly in every sweep: a stiff fabric \
+                     keeps its real stretch at few substeps, at the cost of one pass edge by \
+                     edge (docs/solver.md, Line solves of the stretch). The default.",
+                );
+            ui.selectable_value(&mut s.stretch_solve, StretchSolve::Sweep, "By edge")
+                .on_hover_text(
+                    "One pass edge by edge per sweep: a load moves about one edge per pass, so \
+                     large pieces stretch at few substeps. For the span limits, the warm start \
+                     and the pipelined sweeps.",
+                );
+            ui.selectable_value(&mut s.stretch_solve, StretchSolve::Global, "Global")
+                .on_hover_text(
+                    "All edges together by conjugate gradients in every sweep: converged, and \
+                     several times slower (docs/solver.md, Global stretch solve).",
+                );
+        });
+        ui.end_row();
         ui.label("Span limits");
         let mut on = s.span_limit_slack >= 0.0;
         if ui
