@@ -2543,7 +2543,7 @@ mod tests {
             stretch_solve: StretchSolve::Sweep,
             ..Default::default()
         };
-        let s = Solver::new(sweep, m, None).unwrap();
+        let s = Solver::new(sweep.clone(), m, None).unwrap();
         let levels = s.stretch_levels.as_ref().expect("levelled");
         assert!(levels.count() * crate::levels::MIN_LEVEL_WIDTH <= first_edges.len());
         // The first level holds waistband edges (layer 0), pinned at both ends or one.
