@@ -37,8 +37,12 @@ pub struct DrapeTestArgs {
     damping: Option<f32>,
     /// Solve the stretch constraints all at once (conjugate gradients) in every sweep instead
     /// of edge by edge (the solver setting `stretch_solve: Global`).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "line_stretch")]
     global_stretch: bool,
+    /// Solve the stretch constraints line by line, each straight line of edges exactly, in
+    /// every sweep (the solver setting `stretch_solve: Lines`, the scenes' default).
+    #[arg(long)]
+    line_stretch: bool,
     /// Solve the bending constraints all at once (conjugate gradients) in every sweep instead
     /// of hinge by hinge (the solver setting `bend_solve: Global`).
     #[arg(long)]
@@ -99,7 +103,11 @@ pub fn run(args: DrapeTestArgs) -> Result<(), String> {
         max_time_s: args.max_time.unwrap_or(base.max_time_s),
         damping_per_s: args.damping.or(base.damping_per_s),
         perturbation_m: args.perturbation.unwrap_or(base.perturbation_m),
-        stretch_solve: global(args.global_stretch, base.stretch_solve),
+        stretch_solve: if args.line_stretch {
+            StretchSolve::Lines
+        } else {
+            global(args.global_stretch, base.stretch_solve)
+        },
         bend_solve: global(args.global_bend, base.bend_solve),
         shear_solve: global(args.global_shear, base.shear_solve),
         clamped: !args.unclamped,
