@@ -542,6 +542,40 @@ mod tests {
         }
     }
 
+    /// DESIGN's worked check on a line of one edge: one particle fixed, the other of 1 kg, rest
+    /// length 1 m, current length 2 m, h = 0.1 s. With α = 0 the first Δλ is −1 and the free
+    /// end returns to 1 m; with α = 0.01 m/N it moves to 1.5 m and further solves in the same
+    /// step keep it there.
+    #[test]
+    fn the_worked_check_holds_for_a_line_of_one_edge() {
+        let rest = [Vec3::ZERO, Vec3::X];
+        let w = [0.0, 1.0];
+        let h = Pass {
+            h: 0.1,
+            reverse: false,
+            parallel: false,
+        };
+        for (alpha, end) in [(0.0, 1.0), (0.01, 1.5)] {
+            let mut edges = vec![Distance {
+                particles: [0, 1],
+                rest_length_m: 1.0,
+                compliance_m_per_n: alpha,
+            }];
+            let lines = LineStretch::new(&rest, &mut edges);
+            let mut x = [Vec3::ZERO, Vec3::new(2.0, 0.0, 0.0)];
+            let mut lambda = [0.0];
+            lines.solve(&mut x, &w, &edges, &mut lambda, h);
+            if alpha == 0.0 {
+                assert!((lambda[0] + 1.0).abs() < 1e-6, "{lambda:?}");
+            }
+            for _ in 0..3 {
+                assert!((x[1].x - end).abs() < 1e-5, "α {alpha}: {:?}", x[1]);
+                lines.solve(&mut x, &w, &edges, &mut lambda, h);
+            }
+            assert_eq!(x[0], Vec3::ZERO);
+        }
+    }
+
     /// A vertical chain pinned at the top, every free particle moved down by the same amount
     /// (a substep's gravity): one line solve puts it back exactly, where one edge-by-edge pass
     /// leaves most of the error at the top.
