@@ -74,6 +74,9 @@ impl LineStretch {
     /// Cuts `edges` into lines over the rest positions `rest` (m), groups them in families,
     /// and sorts `edges` to match: each line's edges consecutive, in the line's order, the
     /// lines family after family.
+    ///
+    /// Every particle index of `edges` must be below `rest.len()` (`Solver::new` checks them
+    /// before it builds the lines); an index beyond panics.
     pub fn new(rest: &[Vec3], edges: &mut Vec<Distance>) -> Self {
         let n = rest.len();
         // Incident edges per particle (compressed rows).
