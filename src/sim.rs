@@ -118,8 +118,9 @@ pub struct SolverSettings {
     /// between the particles and thread the cloth on itself ([`crate::body_points`]). On by
     /// default.
     pub body_vertex_contacts: bool,
-    /// Over-relaxation factor `ω` of the stretch projection (1 ≤ ω < 2; 1 is plain
-    /// Gauss–Seidel). Each edge's correction and multiplier increment are scaled by `ω`, which
+    /// Over-relaxation factor `ω` of the stretch projection edge by edge (1 ≤ ω < 2; 1 is plain
+    /// Gauss–Seidel; only with [`StretchSolve::Sweep`]). Each edge's correction and multiplier
+    /// increment are scaled by `ω`, which
     /// speeds up how far a sweep carries a load through the mesh: see docs/solver.md,
     /// "Over-relaxation of the stretch sweep".
     pub stretch_relaxation: Real,
@@ -153,10 +154,13 @@ pub struct SolverSettings {
     /// ([`crate::pipeline::MIN_LEVEL_WIDTH`]: grids from about 44 × 44); otherwise ignored. On by
     /// default.
     pub pipelined_sweeps: bool,
-    /// How the stretch constraints are projected in each sweep: one Gauss–Seidel pass
-    /// ([`StretchSolve::Sweep`], the default), or all of them together by conjugate gradients
-    /// ([`StretchSolve::Global`], see [`crate::global_stretch`]), which holds stiff fabrics to
-    /// their real stretch whatever the substeps and the resolution, at a higher cost per sweep.
+    /// How the stretch constraints are projected in each sweep: line by line, each straight
+    /// line of edges solved exactly ([`StretchSolve::Lines`], the default, see
+    /// [`crate::line_stretch`]); one Gauss–Seidel pass edge by edge ([`StretchSolve::Sweep`],
+    /// which the warm start, [`Self::stretch_relaxation`] and the pipelined sweeps need); or all
+    /// of them together by conjugate gradients ([`StretchSolve::Global`], see
+    /// [`crate::global_stretch`]), which holds stiff fabrics to their real stretch whatever the
+    /// substeps and the resolution, at a higher cost per sweep.
     pub stretch_solve: StretchSolve,
     /// How the bending constraints are projected in each sweep: one Gauss–Seidel pass
     /// ([`StretchSolve::Sweep`], the default) or all hinges together by conjugate gradients
