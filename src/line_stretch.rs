@@ -26,9 +26,9 @@
 //!   two edges share; `w` are the inverse masses (1/kg), `α̃_j = α_j/h²` (kg⁻¹).
 
 use crate::batch::SharedSlice;
-use crate::constraints::Distance;
+use crate::constraints::{distance_and_gradient, Distance};
 use crate::levels::Pass;
-use crate::math::{Real, Vec3, DEGENERATE_LENGTH_SQ};
+use crate::math::{Real, Vec3};
 use rayon::prelude::*;
 
 /// A line continues through a vertex only along an edge whose rest direction is within this
@@ -354,21 +354,18 @@ unsafe fn solve_group(
                 let (p, q) = (vs[j] as usize, vs[j + 1] as usize);
                 let e = &edges[e0 + j];
                 // SAFETY: the caller's contract.
-                let d = unsafe { *xs.get_mut(p) - *xs.get_mut(q) };
-                let len2 = d.length_squared();
-                if len2 < DEGENERATE_LENGTH_SQ {
+                let ends = unsafe { [*xs.get_mut(p), *xs.get_mut(q)] };
+                let Some((c, [nj, _])) = distance_and_gradient(ends, e.rest_length_m) else {
                     report.degenerate += 1;
                     continue;
-                }
+                };
                 let at = e.compliance_m_per_n * inv_h2;
                 let a = w[p] + w[q] + at;
                 if a <= 0.0 {
                     continue;
                 }
-                let len = len2.sqrt();
-                let c = len - e.rest_length_m;
                 report.max_violation = report.max_violation.max(c.abs());
-                n[j][lane] = d / len;
+                n[j][lane] = nj;
                 diag[j][lane] = a;
                 // SAFETY: the caller's contract.
                 rhs[j][lane] = -c - at * unsafe { *ls.get_mut(e0 + j) };
