@@ -119,6 +119,13 @@ enum Command {
         /// default: the detected waist).
         #[arg(long)]
         waist_height: Option<f32>,
+        /// Vertex rings of the skirt, waistband to hem (walk only; default 24; 64 gives the
+        /// 10k-vertex skirt of the animated-body benchmark with `--segments 160`).
+        #[arg(long, value_parser = clap::value_parser!(u32).range(2..=512))]
+        rings: Option<u32>,
+        /// Vertices around each ring of the skirt (walk only; default 64).
+        #[arg(long, value_parser = clap::value_parser!(u32).range(3..=1024))]
+        segments: Option<u32>,
     },
     /// List the meshes, skins, animations and morph targets of a glTF file.
     Inspect {
@@ -141,7 +148,7 @@ enum Command {
     },
 }
 
-#[derive(Clone, Copy, ValueEnum)]
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum DemoKind {
     /// Mannequin with a skirt pinned at the waist.
     Default,
@@ -160,7 +167,19 @@ fn run_demo(
     grid: Option<u32>,
     body: Option<&Path>,
     waist_height: Option<f32>,
+    (rings, segments): (Option<u32>, Option<u32>),
 ) -> Result<(), String> {
+    let skirt = (rings.is_some() || segments.is_some()).then(|| {
+        let d = drape::shapes::SkirtParams::default();
+        drape::shapes::SkirtParams {
+            rings: rings.unwrap_or(d.rings),
+            segments: segments.unwrap_or(d.segments),
+            ..d
+        }
+    });
+    if skirt.is_some() && scene != DemoKind::Walk {
+        return Err("--rings and --segments apply to --scene walk only".into());
+    }
     let written = match (scene, grid, body) {
         (DemoKind::SphereDrop, grid, None) if waist_height.is_none() => {
             write_demo(dir, DemoScene::SphereDrop, grid)
@@ -168,9 +187,10 @@ fn run_demo(
         (DemoKind::Default, None, None) if waist_height.is_none() => {
             write_demo(dir, DemoScene::Default, None)
         }
-        (DemoKind::Walk, None, None) if waist_height.is_none() => {
-            write_demo(dir, DemoScene::Walk, None)
-        }
+        (DemoKind::Walk, None, None) if waist_height.is_none() => match &skirt {
+            Some(params) => drape::demo::write_walk(dir, params),
+            None => write_demo(dir, DemoScene::Walk, None),
+        },
         (DemoKind::FittedSkirt, None, Some(body)) => {
             write_fitted_skirt(dir, body, &fitted_skirt_params(), waist_height)
         }
@@ -219,7 +239,16 @@ fn main() -> ExitCode {
             grid,
             body,
             waist_height,
-        }) => run_demo(&dir, scene, grid, body.as_deref(), waist_height),
+            rings,
+            segments,
+        }) => run_demo(
+            &dir,
+            scene,
+            grid,
+            body.as_deref(),
+            waist_height,
+            (rings, segments),
+        ),
         Some(Command::Inspect { file }) => drape::io::inspect::inspect(&file)
             .map(|r| print!("{r}"))
             .map_err(|e| e.to_string()),

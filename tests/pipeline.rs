@@ -409,3 +409,52 @@ fn bake_overrides_the_solver_settings_without_touching_the_scene() {
     let err = fails(&[&"bake", &scene, &"--out", &out, &"--iterations", &"101"]);
     assert!(err.contains("--iterations"), "{err}");
 }
+
+#[test]
+fn walk_demo_takes_the_skirt_resolution_and_refuses_it_elsewhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = drape(&[
+        &"demo",
+        &dir.path(),
+        &"--scene",
+        &"walk",
+        &"--rings",
+        &"6",
+        &"--segments",
+        &"20",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let skirt = drape::io::gltf_import::load_meshes(&dir.path().join("skirt.glb")).unwrap();
+    assert_eq!(skirt.len(), 1);
+    assert_eq!(skirt[0].positions.len(), 6 * 20);
+    // The scene bakes: a few frames of the walk in the coarse skirt.
+    let stats = dir.path().join("stats.json");
+    let o = drape(&[
+        &"bake",
+        &dir.path().join("scene.ron"),
+        &"--out",
+        &dir.path().join("bake.glb"),
+        &"--frames",
+        &"3",
+        &"--stats",
+        &stats,
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+    assert_eq!(json["proxy_vertices"].as_u64(), Some(120), "{json}");
+    assert_eq!(json["frames"].as_u64(), Some(3), "{json}");
+
+    let other = tempfile::tempdir().unwrap();
+    let err = fails(&[&"demo", &other.path(), &"--rings", &"6"]);
+    assert!(err.contains("--scene walk only"), "{err}");
+    let err = fails(&[
+        &"demo",
+        &other.path(),
+        &"--scene",
+        &"walk",
+        &"--rings",
+        &"1",
+    ]);
+    assert!(err.contains("--rings"), "{err}");
+}
