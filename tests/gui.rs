@@ -239,6 +239,29 @@ fn the_stretch_solve_buttons_edit_the_scene_and_undo_restores_it() {
 }
 
 #[test]
+fn the_line_passes_edit_the_scene_only_with_the_line_solves_and_undo_restores_them() {
+    use egui_kittest::kittest::NodeT;
+    let mut h = harness(None);
+    loaded(&mut h);
+    assert_eq!(h.state().doc.scene.solver.line_passes, 2);
+    let passes = h.get_by_label("Line passes");
+    assert_eq!(passes.accesskit_node().numeric_value(), Some(2.0));
+    passes.set_value_accesskit(4.0);
+    h.run_steps(2);
+    assert_eq!(h.state().doc.scene.solver.line_passes, 4);
+    assert!(h.state().doc.dirty);
+    wait_until(&mut h, "the rebuilt solver", |a| a.live.is_some());
+    h.state_mut().undo();
+    h.run_steps(2);
+    assert_eq!(h.state().doc.scene.solver.line_passes, 2);
+    // The passes are the line solves': greyed out with the others.
+    assert!(!h.get_by_label("Line passes").accesskit_node().is_disabled());
+    h.get_by_label("By edge").click();
+    h.run_steps(2);
+    assert!(h.get_by_label("Line passes").accesskit_node().is_disabled());
+}
+
+#[test]
 fn the_body_vertex_check_box_edits_the_scene_and_undo_restores_it() {
     let mut h = harness(None);
     loaded(&mut h);

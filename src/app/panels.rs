@@ -367,6 +367,18 @@ fn solver_properties(ui: &mut egui::Ui, scene: &mut Scene) {
                 );
         });
         ui.end_row();
+        let label = ui.label("Line passes");
+        ui.add_enabled(
+            s.stretch_solve == crate::sim::StretchSolve::Lines,
+            egui::DragValue::new(&mut s.line_passes).range(0..=crate::sim::MAX_LINE_PASSES),
+        )
+        .labelled_by(label.id)
+        .on_hover_text(
+            "More passes of the line solves in each sweep, after the shear and bending, so \
+             that they do not undo the stretch: less stretch for about 15 % more time per pass \
+             (docs/solver.md, Line passes after the shear and bending). Default 2.",
+        );
+        ui.end_row();
         ui.label("Span limits");
         let mut on = s.span_limit_slack >= 0.0;
         if ui
