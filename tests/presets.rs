@@ -80,6 +80,7 @@ fn solver_presets_scale_from_preview_to_final() {
     let fin = lib.solver("final").unwrap();
     assert_eq!(production, SolverSettings::default());
     assert_eq!((preview.substeps, preview.iterations), (8, 1));
+    assert_eq!((preview.line_passes, production.line_passes), (0, 2));
     assert_eq!((fin.substeps, fin.iterations), (40, 2));
     let work = |s: &SolverSettings| s.substeps * s.iterations;
     assert!(work(&preview) < work(&production) && work(&production) < work(&fin));
