@@ -377,6 +377,8 @@ unsafe fn solve_group(
     let mut corner = [0.0 as Real; LANES];
     let mut gamma = [0.0 as Real; LANES];
     let mut z = [[0.0 as Real; LANES]; PIECE];
+    // The elimination's factors, kept for the second solve.
+    let mut fac = [[0.0 as Real; LANES]; PIECE];
     let longest = group.iter().map(|l| l.edges as usize).max().unwrap_or(0);
     let mut s = 0;
     while s < longest {
@@ -435,23 +437,16 @@ unsafe fn solve_group(
             }
         }
         let loops = gamma.iter().any(|&g| g != 0.0);
-        // Thomas, all lanes at once: forward elimination, then back substitution (rhs
+        // Thomas, all lanes at once: forward elimination, then the substitutions (rhs
         // becomes Δλ). Padding slots have diagonal 1, right-hand side 0 and no coupling.
         for j in 1..m {
             for l in 0..LANES {
                 let f = upper[j - 1][l] / diag[j - 1][l];
+                fac[j][l] = f;
                 diag[j][l] -= f * upper[j - 1][l];
-                rhs[j][l] -= f * rhs[j - 1][l];
             }
         }
-        for l in 0..LANES {
-            rhs[m - 1][l] /= diag[m - 1][l];
-        }
-        for j in (0..m - 1).rev() {
-            for l in 0..LANES {
-                rhs[j][l] = (rhs[j][l] - upper[j][l] * rhs[j + 1][l]) / diag[j][l];
-            }
-        }
+        substitute(&fac, &diag, &upper, &mut rhs, m);
         if loops {
             // T z = u with the factors just found, then Δλ = y − (v·y)/(1 + v·z) z.
             for (lane, line) in group.iter().enumerate() {
@@ -464,20 +459,7 @@ unsafe fn solve_group(
                     z[k - 1][lane] = corner[lane];
                 }
             }
-            for j in 1..m {
-                for l in 0..LANES {
-                    let f = upper[j - 1][l] / diag[j - 1][l];
-                    z[j][l] -= f * z[j - 1][l];
-                }
-            }
-            for l in 0..LANES {
-                z[m - 1][l] /= diag[m - 1][l];
-            }
-            for j in (0..m - 1).rev() {
-                for l in 0..LANES {
-                    z[j][l] = (z[j][l] - upper[j][l] * z[j + 1][l]) / diag[j][l];
-                }
-            }
+            substitute(&fac, &diag, &upper, &mut z, m);
             for (lane, line) in group.iter().enumerate() {
                 let (g, c) = (gamma[lane], corner[lane]);
                 if g == 0.0 {
@@ -514,6 +496,27 @@ unsafe fn solve_group(
         s += m;
     }
     report
+}
+
+/// Per edge slot and lane, as [`solve_group`] keeps them.
+type Slots = [[Real; LANES]; PIECE];
+
+/// `v ← T⁻¹ v` in the first `m` slots of every lane, `T` a tridiagonal system already
+/// eliminated: `fac` the elimination's factors, `diag` its pivots, `upper` the couplings.
+fn substitute(fac: &Slots, diag: &Slots, upper: &Slots, v: &mut Slots, m: usize) {
+    for j in 1..m {
+        for l in 0..LANES {
+            v[j][l] -= fac[j][l] * v[j - 1][l];
+        }
+    }
+    for l in 0..LANES {
+        v[m - 1][l] /= diag[m - 1][l];
+    }
+    for j in (0..m - 1).rev() {
+        for l in 0..LANES {
+            v[j][l] = (v[j][l] - upper[j][l] * v[j + 1][l]) / diag[j][l];
+        }
+    }
 }
 
 fn merge(a: LineReport, b: LineReport) -> LineReport {
