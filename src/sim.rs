@@ -70,8 +70,7 @@ use crate::self_collision::SelfCollision;
 pub const MAX_SUBSTEPS: u32 = 1000;
 /// Most iterations per substep.
 pub const MAX_ITERATIONS: u32 = 100;
-
-/// The most [`SolverSettings::line_passes`] a scene may ask for.
+/// Most [`SolverSettings::line_passes`].
 pub const MAX_LINE_PASSES: u32 = 8;
 /// Most halvings of a failed substep.
 pub const MAX_RETRIES: u32 = 10;
