@@ -375,7 +375,7 @@ fn solver_properties(ui: &mut egui::Ui, scene: &mut Scene) {
         .labelled_by(label.id)
         .on_hover_text(
             "More passes of the line solves in each sweep, after the shear and bending, so \
-             that they do not undo the stretch: less stretch for about 15 % more time per pass \
+             that they do not undo the stretch: less stretch for 15–20 % more time per pass \
              (docs/solver.md, Line passes after the shear and bending). Default 2.",
         );
         ui.end_row();
