@@ -112,6 +112,14 @@ impl LineStretch {
         let mut used = vec![false; edges.len()];
         // The line being grown holds particle i when `stamp[i] == line number + 1`.
         let mut stamp = vec![0u32; n];
+        // The cosine of the turn at `via` from the rest edge `from → via` into `via → to`
+        // (`None` where either has no length).
+        let turn_cos = |from: u32, via: u32, to: u32| {
+            let d = rest[via as usize] - rest[from as usize];
+            let e = rest[to as usize] - rest[via as usize];
+            let (dl, el) = (d.length(), e.length());
+            (dl > 0.0 && el > 0.0).then(|| d.dot(e) / (dl * el))
+        };
         // Grows a line from `tip`, reached from `from`, while a straight unused edge goes on.
         let grow = |tip: u32,
                     from: u32,
@@ -121,8 +129,6 @@ impl LineStretch {
                     out: &mut Vec<(u32, u32)>| {
             let (mut tip, mut from) = (tip, from);
             loop {
-                let d = rest[tip as usize] - rest[from as usize];
-                let dl = d.length();
                 let mut best: Option<(Real, u32)> = None;
                 for &j in &incident[start[tip as usize] as usize..start[tip as usize + 1] as usize]
                 {
@@ -133,12 +139,9 @@ impl LineStretch {
                     if stamp[c as usize] == mark {
                         continue;
                     }
-                    let e = rest[c as usize] - rest[tip as usize];
-                    let el = e.length();
-                    if dl <= 0.0 || el <= 0.0 {
+                    let Some(cos) = turn_cos(from, tip, c) else {
                         continue;
-                    }
-                    let cos = d.dot(e) / (dl * el);
+                    };
                     if cos >= MIN_CONTINUATION_COS && best.is_none_or(|(b, _)| cos > b) {
                         best = Some((cos, j));
                     }
@@ -177,11 +180,8 @@ impl LineStretch {
                     } else {
                         b
                     };
-                    let straight = |from: u32, via: u32, to: u32| {
-                        let d = rest[via as usize] - rest[from as usize];
-                        let e = rest[to as usize] - rest[via as usize];
-                        let l = d.length() * e.length();
-                        l > 0.0 && d.dot(e) / l >= MIN_CONTINUATION_COS
+                    let straight = |from, via, to| {
+                        turn_cos(from, via, to).is_some_and(|c| c >= MIN_CONTINUATION_COS)
                     };
                     let around =
                         &incident[start[tip as usize] as usize..start[tip as usize + 1] as usize];

@@ -1932,7 +1932,6 @@ impl Solver {
                             report.max_residual_m = g.max_violation;
                         }
                     }
-                    let mut lambdas = lambdas;
                     let line_pass = |x: &mut [Vec3], l: &mut [Real], report: &mut FrameReport| {
                         let r = line_stretch.solve(x, w, &model.stretch, l, pass);
                         report.degenerate += r.degenerate;
@@ -1940,20 +1939,20 @@ impl Solver {
                             report.max_residual_m = r.max_violation;
                         }
                     };
+                    let [stretch_l, shear_l, bend_l] = lambdas;
                     if lined {
-                        line_pass(x, &mut lambdas[0][..], report);
+                        line_pass(x, stretch_l, report);
                     }
-                    let [stretch_l, shear_l, bend_l] = &mut lambdas;
                     let counts = membrane.sweep(
                         SharedSlice::new(x),
-                        [&mut stretch_l[..], &mut shear_l[..], &mut bend_l[..]],
+                        [&mut *stretch_l, shear_l, bend_l],
                         kinds,
                         &mut laps,
                     );
                     if lined {
                         // The stiffest last: what the shear and the bending moved back.
                         for _ in 0..settings.line_passes {
-                            line_pass(x, &mut stretch_l[..], report);
+                            line_pass(x, stretch_l, report);
                         }
                         laps.split(&mut kinds.stretch);
                     }
