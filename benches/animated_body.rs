@@ -11,7 +11,7 @@
 //! the constraint projections per second (contacts not counted), or why it failed.
 //!
 //! The same on the walking mannequin of `drape demo --scene walk` (made by Drape's own code,
-//! `drape::walk`: its hands pass well clear of its thighs, where CesiumMan's touch them and
+//! `drape::scene::walk`: its hands pass well clear of its thighs, where CesiumMan's touch them and
 //! pinch the 10k skirt about half a second in), with its default skirt (1,536 vertices) and a
 //! 10,240-vertex one (64 rings × 160 segments): issue 8's 10k proxy on an animated body, over
 //! the whole 24 frames.
@@ -24,8 +24,8 @@ use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use drape::bake::{bake, BakeOptions, LoadedScene};
-use drape::demo::{fitted_skirt_params, write_fitted_skirt, write_walk};
-use drape::shapes::SkirtParams;
+use drape::mesh::shapes::SkirtParams;
+use drape::scene::demo::{fitted_skirt_params, write_fitted_skirt, write_walk};
 
 const FRAMES: u32 = 24;
 const SUBSTEPS: u32 = 10;
@@ -35,7 +35,7 @@ fn cesium_man() -> PathBuf {
 }
 
 /// The scene a demo writer wrote, at the bench's substeps.
-fn load(scene: Result<PathBuf, drape::demo::DemoError>) -> LoadedScene {
+fn load(scene: Result<PathBuf, drape::scene::demo::DemoError>) -> LoadedScene {
     let mut loaded = LoadedScene::load(&scene.expect("scene")).expect("scene loads");
     loaded.scene.solver.substeps = SUBSTEPS;
     loaded

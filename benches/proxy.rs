@@ -12,10 +12,10 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use drape::binding::Binding;
+use drape::garment::binding::Binding;
+use drape::garment::proxy::{build_proxy, ProxyTarget};
 use drape::math::{Real, Vec3};
 use drape::mesh::Mesh;
-use drape::proxy::{build_proxy, ProxyTarget};
 
 const N: usize = 224;
 const TARGET: usize = 4000;

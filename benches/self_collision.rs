@@ -19,10 +19,10 @@ use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use drape::bake::{bake, BakeOptions, LoadedScene};
-use drape::demo::{write_demo, DemoScene};
+use drape::collide::self_collision::{Aabb, SelfCollision, SpatialHash};
 use drape::math::Vec3;
-use drape::self_collision::{Aabb, SelfCollision, SpatialHash};
-use drape::sim::{Solver, SELF_MARGIN_FRACTION};
+use drape::scene::demo::{write_demo, DemoScene};
+use drape::solver::{Solver, SELF_MARGIN_FRACTION};
 use parry3d::bounding_volume::Aabb as ParryAabb;
 use parry3d::partitioning::{Bvh, BvhBuildStrategy};
 

@@ -20,9 +20,9 @@
 use std::time::{Duration, Instant};
 
 use drape::bake::LoadedScene;
-use drape::demo::{write_demo, write_walk, DemoScene};
-use drape::shapes::SkirtParams;
-use drape::sim::{Solver, StageTimes};
+use drape::mesh::shapes::SkirtParams;
+use drape::scene::demo::{write_demo, write_walk, DemoScene};
+use drape::solver::{Solver, StageTimes};
 
 const SUBSTEPS: u32 = 10;
 
@@ -86,7 +86,7 @@ fn main() {
 
 /// The scene a demo writer wrote, at [`SUBSTEPS`], changed by `edit`.
 fn load(
-    scene: Result<std::path::PathBuf, drape::demo::DemoError>,
+    scene: Result<std::path::PathBuf, drape::scene::demo::DemoError>,
     edit: impl FnOnce(&mut LoadedScene),
 ) -> LoadedScene {
     let mut loaded = LoadedScene::load(&scene.expect("scene")).expect("scene loads");
@@ -112,7 +112,7 @@ fn print_split(
         }
     }
     let edges = (solver.model().stretch.iter()).map(|c| (c.particles, c.rest_length_m));
-    let (worst, _) = drape::stats::edge_stretch(x, edges);
+    let (worst, _) = drape::bake::stats::edge_stretch(x, edges);
     let span = |pairs: &[(&str, Duration, Duration)]| -> String {
         (pairs.iter())
             .map(|(name, a, b)| format!("{name} {:.1}", ms(*b - *a)))

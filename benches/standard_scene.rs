@@ -19,8 +19,8 @@ use std::time::{Duration, Instant};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use drape::bake::{bake, BakeOptions, LoadedScene};
 use drape::collide::BodyCollider;
-use drape::demo::{write_demo, DemoScene};
-use drape::sim::{Solver, StretchSolve};
+use drape::scene::demo::{write_demo, DemoScene};
+use drape::solver::{Solver, StretchSolve};
 
 const SUBSTEPS: u32 = 10;
 const FRAMES: u32 = 60;

@@ -19,7 +19,7 @@
 //!   accumulated over that substep's iterations.
 //!
 //! `α` has the units of `C² / energy`: m/N for a distance constraint (C in m), 1/(N·m) for
-//! the dimensionless strain and angle constraints. [`crate::material`] turns fabric properties in
+//! the dimensionless strain and angle constraints. [`crate::garment::material`] turns fabric properties in
 //! real units into these compliances.
 //!
 //! # Degenerate cases
@@ -104,7 +104,7 @@ pub fn solve_distance(
 /// ```
 ///
 /// The same machinery measures the triangle's stretch along the yarns when the membrane is
-/// built per triangle ([`crate::material::Membrane::Triangles`]): `C = |f_u| − 1` (warp) and
+/// built per triangle ([`crate::garment::material::Membrane::Triangles`]): `C = |f_u| − 1` (warp) and
 /// `C = |f_v| − 1` (weft); see [`Strain`].
 ///
 /// Works on any triangle mesh: no grid structure is assumed. 36 bytes.
@@ -334,7 +334,7 @@ pub fn solve_bend(
 }
 
 /// The position change `w_i·∇C_i·λ` that a multiplier `λ` stands for, evaluated at `p`: what
-/// a warm start applies before a substep's sweeps ([`crate::sim::SolverSettings::warm_start`]).
+/// a warm start applies before a substep's sweeps ([`crate::solver::SolverSettings::warm_start`]).
 ///
 /// `grad` is the constraint's gradient at `p` (`None`: undefined, nothing moves).
 #[inline]
@@ -366,7 +366,7 @@ pub fn distance_and_gradient(p: [Vec3; 2], rest_length_m: Real) -> Option<(Real,
 /// A soft attachment of one particle to a target point: `C = |x − target|`.
 ///
 /// Hard attachments do not use this: they set the particle's inverse mass to 0 and move it to
-/// its target (see [`crate::sim::Pin`]). 20 bytes.
+/// its target (see [`crate::solver::Pin`]). 20 bytes.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Attachment {
     /// Particle index.

@@ -53,10 +53,10 @@
 use std::time::Instant;
 
 use crate::collide::{BodyCollider, ColliderError};
-use crate::material::{build_cloth_membrane, Fabric, FabricError, Membrane};
+use crate::garment::material::{build_cloth_membrane, Fabric, FabricError, Membrane};
 use crate::math::{Real, Vec2, Vec3};
 use crate::mesh::{Mesh, Topology};
-use crate::sim::{ClothModel, Pin, SimError, Solver, SolverSettings, StretchSolve};
+use crate::solver::{ClothModel, Pin, SimError, Solver, SolverSettings, StretchSolve};
 
 /// Standard specimen radius (m): 30 cm across.
 pub const SPECIMEN_RADIUS_M: Real = 0.15;
@@ -1168,8 +1168,8 @@ mod tests {
             let rim = m.positions.iter().map(radius).fold(0.0, Real::max);
             assert!((rim - 0.15).abs() < 1e-6);
             // Triangles keep their shape: the two spacings are within one ring of each other.
-            let q = crate::proxy::ProxyQuality::measure(&m);
-            let q_even = crate::proxy::ProxyQuality::measure(&even);
+            let q = crate::garment::proxy::ProxyQuality::measure(&m);
+            let q_even = crate::garment::proxy::ProxyQuality::measure(&even);
             assert_eq!(q.degenerate_triangles, 0);
             assert!(
                 q.min_angle_deg > 0.9 * q_even.min_angle_deg,
@@ -1317,7 +1317,7 @@ mod tests {
             let area = m.area() as f64;
             let disk = std::f64::consts::PI * 0.15 * 0.15;
             assert!((area / disk - 1.0).abs() < 0.005, "{area}");
-            let q = crate::proxy::ProxyQuality::measure(&m);
+            let q = crate::garment::proxy::ProxyQuality::measure(&m);
             assert_eq!(q.degenerate_triangles, 0);
             assert!(q.min_angle_deg > 10.0, "min angle {}", q.min_angle_deg);
         }

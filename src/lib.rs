@@ -9,37 +9,25 @@
 //! [`constraints`].
 #![warn(missing_docs)]
 
+// The layers, lowest first: a module may use the modules above it in this list and never one
+// below it (`tests/architecture.rs` checks it; CONTRIBUTING.md explains it).
 /// The desktop app (eframe + three-d); the simulation core above never depends on it.
 #[cfg(feature = "gui")]
 pub mod app;
 pub mod bake;
-pub mod batch;
-pub mod binding;
 pub mod body;
-pub mod body_points;
 pub mod collide;
 pub mod constraints;
 pub mod cusick;
-pub mod demo;
-pub mod fit;
-pub mod global_stretch;
+pub mod file;
+pub mod garment;
 pub mod io;
-pub mod levels;
-pub mod line_stretch;
-pub mod material;
 pub mod math;
 pub mod mesh;
 pub mod paint;
-pub mod pipeline;
 pub mod preset;
-pub mod proxy;
 pub mod scene;
-pub mod self_collision;
-pub mod shapes;
-pub mod sim;
-pub mod stats;
-pub mod travel;
-pub mod walk;
+pub mod solver;
 
 /// The crate version, as written into stats reports and exported files.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -6,10 +6,9 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use drape::bake::{bake, BakeOptions, BakeResult, LoadedScene};
-mod cusick_cli;
-mod preset_cli;
+mod cli;
 
-use drape::demo::{fitted_skirt_params, write_demo, write_fitted_skirt, DemoScene};
+use drape::scene::demo::{fitted_skirt_params, write_demo, write_fitted_skirt, DemoScene};
 
 /// Drape: garment simulation (XPBD) on characters, baked to glTF and point caches.
 #[derive(Parser)]
@@ -50,13 +49,13 @@ fn run_maps(command: MapsCommand) -> Result<(), String> {
             scene,
             garment,
             out,
-        } => drape::paint::export_garment_maps(&scene, &garment, &out)
+        } => drape::scene::maps::export_garment_maps(&scene, &garment, &out)
             .map(|n| println!("wrote {} ({garment}: {n} vertices)", out.display())),
         MapsCommand::Import {
             scene,
             garment,
             input,
-        } => drape::paint::import_garment_maps(&scene, &garment, &input).map(|n| {
+        } => drape::scene::maps::import_garment_maps(&scene, &garment, &input).map(|n| {
             println!(
                 "read the maps of {garment} ({n} vertices) from {}; saved {}",
                 input.display(),
@@ -94,11 +93,11 @@ enum Command {
         #[arg(long)]
         solver: Option<String>,
         /// Substeps per frame, 1 to 1000, instead of the scene's (or `--solver`'s).
-        #[arg(long, value_parser = clap::value_parser!(u32).range(1..=drape::sim::MAX_SUBSTEPS as i64))]
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..=drape::solver::MAX_SUBSTEPS as i64))]
         substeps: Option<u32>,
         /// Constraint iterations per substep, 1 to 100, instead of the scene's (or
         /// `--solver`'s).
-        #[arg(long, value_parser = clap::value_parser!(u32).range(1..=drape::sim::MAX_ITERATIONS as i64))]
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..=drape::solver::MAX_ITERATIONS as i64))]
         iterations: Option<u32>,
     },
     /// Write a built-in scene (scene.ron and its glTF files) into a folder.
@@ -133,14 +132,14 @@ enum Command {
         file: PathBuf,
     },
     /// Manage fabric and solver presets: the built-ins and the user library.
-    Preset(preset_cli::PresetArgs),
+    Preset(cli::preset::PresetArgs),
     /// Export or import a garment's painted maps as glTF vertex attributes (_DRAPE_PIN,
     /// _DRAPE_STRETCH_SCALE, _DRAPE_BEND_SCALE, _DRAPE_MASS_SCALE and COLOR_0).
     #[command(subcommand)]
     Maps(MapsCommand),
     /// Run the Cusick drape test (30 cm specimen on an 18 cm pedestal) on a fabric preset and
     /// print its drape coefficient.
-    DrapeTest(cusick_cli::DrapeTestArgs),
+    DrapeTest(cli::cusick::DrapeTestArgs),
     /// Open a scene in the desktop app.
     Open {
         /// The scene file (.ron).
@@ -170,8 +169,8 @@ fn run_demo(
     (rings, segments): (Option<u32>, Option<u32>),
 ) -> Result<(), String> {
     let skirt = (rings.is_some() || segments.is_some()).then(|| {
-        let d = drape::shapes::SkirtParams::default();
-        drape::shapes::SkirtParams {
+        let d = drape::mesh::shapes::SkirtParams::default();
+        drape::mesh::shapes::SkirtParams {
             rings: rings.unwrap_or(d.rings),
             segments: segments.unwrap_or(d.segments),
             ..d
@@ -188,7 +187,7 @@ fn run_demo(
             write_demo(dir, DemoScene::Default, None)
         }
         (DemoKind::Walk, None, None) if waist_height.is_none() => match &skirt {
-            Some(params) => drape::demo::write_walk(dir, params),
+            Some(params) => drape::scene::demo::write_walk(dir, params),
             None => write_demo(dir, DemoScene::Walk, None),
         },
         (DemoKind::FittedSkirt, None, Some(body)) => {
@@ -252,9 +251,9 @@ fn main() -> ExitCode {
         Some(Command::Inspect { file }) => drape::io::inspect::inspect(&file)
             .map(|r| print!("{r}"))
             .map_err(|e| e.to_string()),
-        Some(Command::Preset(args)) => preset_cli::run(args),
+        Some(Command::Preset(args)) => cli::preset::run(args),
         Some(Command::Maps(command)) => run_maps(command),
-        Some(Command::DrapeTest(args)) => cusick_cli::run(args),
+        Some(Command::DrapeTest(args)) => cli::cusick::run(args),
         Some(Command::Open { scene }) => open_app(Some(scene)),
         None => open_app(None),
     };
@@ -418,7 +417,7 @@ fn write_outputs(
     let s = &result.stats;
     if let Some(p) = stats {
         let json = serde_json::to_string_pretty(s).map_err(|e| e.to_string())?;
-        drape::io::atomic::write_atomic(p, json.as_bytes())
+        drape::file::atomic::write_atomic(p, json.as_bytes())
             .map_err(|e| format!("{}: {e}", p.display()))?;
         eprintln!("wrote {}", p.display());
     }

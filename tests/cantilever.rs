@@ -7,10 +7,10 @@
 //! line is a straight column of vertices at every resolution; the stretch is solved globally
 //! (`StretchSolve::Global`) so that the strip's extension does not blur the comparison.
 
-use drape::material::{build_cloth, Fabric};
+use drape::garment::material::{build_cloth, Fabric};
 use drape::math::{Real, Vec3};
 use drape::mesh::{Mesh, Topology};
-use drape::sim::{ClothModel, Pin, Solver, SolverSettings, StretchSolve};
+use drape::solver::{ClothModel, Pin, Solver, SolverSettings, StretchSolve};
 
 const G: f64 = 9.81;
 /// Areal density (kg/m²).

@@ -10,8 +10,8 @@ use std::process::Command;
 use drape::bake::{bake, BakeOptions, BakeResult, LoadedScene};
 use drape::body::Playback;
 use drape::collide::BodyCollider;
-use drape::demo::{fitted_skirt_params, write_fitted_skirt};
 use drape::math::Real;
+use drape::scene::demo::{fitted_skirt_params, write_fitted_skirt};
 
 fn cesium_man() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/khronos/CesiumMan.glb")

@@ -56,7 +56,7 @@ fn restore(dir: &Path, old: &[Vec<u8>]) {
 }
 
 /// Whether `name` is a temporary file of `target` made by process `pid`:
-/// `.TARGET.PID-COUNTER-NANOS.tmp` (see `drape::io::atomic`).
+/// `.TARGET.PID-COUNTER-NANOS.tmp` (see `drape::file::atomic`).
 fn is_temp_of(name: &str, target: &str, pid: u32) -> bool {
     let Some(rest) = name
         .strip_prefix(&format!(".{target}.{pid}-"))

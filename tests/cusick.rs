@@ -13,8 +13,9 @@ use drape::cusick::{
     cusick_series, cusick_test, pedestal_mesh, projected_area_m2, specimen_disk, CusickError,
     CusickOptions, CusickResult, PEDESTAL_RADIUS_M, SPECIMEN_RADIUS_M,
 };
-use drape::material::{builtin_fabric, Fabric};
+use drape::garment::material::Fabric;
 use drape::math::{Real, Vec3};
+use drape::preset::builtin_fabric;
 
 /// The test resolution: 1 + 3·13·14 = 547 specimen vertices.
 const TEST_VERTICES: usize = 547;

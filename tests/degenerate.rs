@@ -10,9 +10,9 @@ use std::path::Path;
 use drape::bake::{bake, collapse_short_edges, BakeOptions, LoadedScene, SHORT_EDGE_FRACTION};
 use drape::io::gltf_export::write_static_glb;
 use drape::math::{Real, Vec3};
+use drape::mesh::shapes::{cuboid, grid_cloth};
 use drape::mesh::{weld, Mesh};
 use drape::scene::{BodySpec, GarmentSpec, Pins, Scene, Timeline};
-use drape::shapes::{cuboid, grid_cloth};
 
 /// Vertices per side of the test grid.
 const N: u32 = 9;

@@ -178,8 +178,8 @@ fn gltf_seeds() -> Vec<(String, Vec<u8>)> {
         write_bake_glb, write_painted_glb, write_static_glb, BakeExport, BodyExport, PaintedMesh,
     };
     use drape::math::Vec3;
+    use drape::mesh::shapes::{cuboid, grid_cloth, uv_sphere};
     use drape::paint::{MapKind, VertexMaps};
-    use drape::shapes::{cuboid, grid_cloth, uv_sphere};
 
     let dir = tempfile::tempdir().unwrap();
     let p = |name: &str| dir.path().join(name);
@@ -372,9 +372,9 @@ fn skinned_strip_gltf() -> Vec<u8> {
 
 fn scene_seeds() -> Vec<(String, Vec<u8>)> {
     use drape::body::AnimationRef;
-    use drape::demo::{sphere_drop_scene, write_demo, DemoScene};
     use drape::paint::{GarmentMaps, MapKind, VertexMaps};
     use drape::preset::{builtin_fabric, builtin_solver};
+    use drape::scene::demo::{sphere_drop_scene, write_demo, DemoScene};
     use drape::scene::{BodySpec, GarmentSpec, PinTarget, Pins, ProxySpec, Scene, Timeline};
 
     let dir = tempfile::tempdir().unwrap();

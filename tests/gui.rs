@@ -8,9 +8,9 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use drape::app::DrapeApp;
-use drape::demo::{write_demo, DemoScene};
+use drape::scene::demo::{write_demo, DemoScene};
 use drape::scene::Scene;
-use drape::sim::StretchSolve;
+use drape::solver::StretchSolve;
 use egui_kittest::kittest::Queryable;
 use egui_kittest::Harness;
 

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use drape::app::recovery::RECOVERY_SUFFIX;
 use drape::app::{AppOptions, DrapeApp};
-use drape::demo::{write_demo, DemoScene};
+use drape::scene::demo::{write_demo, DemoScene};
 use drape::scene::Scene;
 use egui_kittest::kittest::Queryable;
 use egui_kittest::Harness;

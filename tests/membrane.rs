@@ -13,9 +13,10 @@
 
 use drape::constraints::triangle_strain_and_gradient;
 use drape::cusick::specimen_disk_scattered;
-use drape::material::{build_cloth_membrane, builtin_fabric, ClothConstraints, Fabric, Membrane};
+use drape::garment::material::{build_cloth_membrane, ClothConstraints, Fabric, Membrane};
 use drape::math::{Real, Vec3};
 use drape::mesh::{Mesh, Topology};
+use drape::preset::builtin_fabric;
 
 /// A flat, irregular disk (scattered vertices, Delaunay), radius 0.15 m, in the XZ plane; its
 /// UVs put the warp along X and the weft along Z.
@@ -136,8 +137,8 @@ fn edge_lattice_is_isotropic_and_far_too_stiff_on_the_bias() {
 /// rows per triangle instead of one, and no edges).
 #[test]
 fn a_sheet_hangs_on_the_triangle_membrane() {
-    use drape::shapes::grid_cloth;
-    use drape::sim::{ClothModel, Pin, Solver, SolverSettings, StretchSolve};
+    use drape::mesh::shapes::grid_cloth;
+    use drape::solver::{ClothModel, Pin, Solver, SolverSettings, StretchSolve};
     let mesh = grid_cloth(0.3, 16, 0.0);
     let topology = Topology::new(&mesh);
     let fabric = builtin_fabric("cotton_shirting").unwrap();

@@ -6,9 +6,9 @@ mod common;
 use common::model_of;
 use drape::collide::BodyCollider;
 use drape::math::{Real, Vec3};
+use drape::mesh::shapes::{grid_cloth, uv_sphere};
 use drape::mesh::Mesh;
-use drape::shapes::{grid_cloth, uv_sphere};
-use drape::sim::{Anchored, BodyBinding, BodyMotion, ClothModel, Solver, SolverSettings};
+use drape::solver::{Anchored, BodyBinding, BodyMotion, ClothModel, Solver, SolverSettings};
 
 /// A square cloth of `n × n` vertices and side `size` hanging in the plane z = 0, its top edge
 /// at `top_y`; returns the mesh and the top row's vertex indices.
@@ -113,7 +113,7 @@ fn fast_sphere_does_not_tunnel_through_hanging_cloth() {
 
 /// A slab 1 cm thick, spanning x and z in [−0.5, 0.5] m, with its top at y = 0.
 fn thin_slab() -> Mesh {
-    drape::shapes::cuboid(
+    drape::mesh::shapes::cuboid(
         "slab",
         Vec3::new(-0.5, -0.01, -0.5),
         Vec3::new(0.5, 0.0, 0.5),

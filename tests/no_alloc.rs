@@ -7,9 +7,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use drape::bake::LoadedScene;
-use drape::demo::{write_demo, DemoScene};
 use drape::math::{Real, Vec3};
-use drape::sim::{BodyMotion, Solver, StretchSolve};
+use drape::scene::demo::{write_demo, DemoScene};
+use drape::solver::{BodyMotion, Solver, StretchSolve};
 
 /// Counts allocations (and reallocations) while `COUNTING` is set.
 struct Counting;

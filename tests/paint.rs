@@ -6,10 +6,10 @@ use std::path::{Path, PathBuf};
 use drape::bake::{bake, BakeOptions, LoadedScene};
 use drape::io::gltf_export::write_static_glb;
 use drape::math::{Real, Vec3};
+use drape::mesh::shapes::grid_cloth;
 use drape::mesh::Mesh;
 use drape::paint::{GarmentMaps, MapKind, VertexMaps};
 use drape::scene::{GarmentSpec, PinTarget, Scene};
-use drape::shapes::grid_cloth;
 
 /// Writes `mesh` as `g.glb` in `dir` and returns a scene (file `dir/scene.ron`, not written)
 /// with that one garment and `maps`, no body.

@@ -5,9 +5,9 @@
 mod common;
 
 use drape::bake::LoadedScene;
-use drape::demo::{write_demo, DemoScene};
 use drape::math::{Real, Vec3};
-use drape::sim::{ProjectTimes, Solver, SolverSettings, StretchSolve};
+use drape::scene::demo::{write_demo, DemoScene};
+use drape::solver::{ProjectTimes, Solver, SolverSettings, StretchSolve};
 
 const FRAMES: u32 = 24;
 
@@ -168,7 +168,7 @@ fn global_stretch_with_batched_projection_is_deterministic() {
     let dir = tempfile::tempdir().expect("temp dir");
     let mut loaded = sphere_drop(16, dir.path());
     let sweep = run(&loaded, true, true, 2);
-    loaded.scene.solver.stretch_solve = drape::sim::StretchSolve::Global;
+    loaded.scene.solver.stretch_solve = drape::solver::StretchSolve::Global;
     let one = run(&loaded, true, true, 1);
     let two = run(&loaded, true, true, 2);
     assert!(one.iter().all(|p| p.is_finite()));
@@ -185,11 +185,11 @@ fn global_stretch_with_batched_projection_is_deterministic() {
 /// bit for bit, as projecting them one after another on one thread.
 #[test]
 fn parallel_tethers_give_exactly_the_serial_result() {
-    use drape::material::build_tethers;
+    use drape::garment::material::build_tethers;
     use drape::mesh::Topology;
     // 48 × 48 hanging from its top row: 2,256 tethers, more than one chunk of them.
     let n = 48;
-    let mut mesh = drape::shapes::grid_cloth(0.5, n, 0.0);
+    let mut mesh = drape::mesh::shapes::grid_cloth(0.5, n, 0.0);
     for p in &mut mesh.positions {
         *p = Vec3::new(p.x, 1.0 - (p.z + 0.25), 0.0);
     }

@@ -1,13 +1,13 @@
 //! Physics checks against numbers: a hanging cloth and the standard sphere-drop scene.
 
+use drape::bake::stats::edge_stretch;
 use drape::bake::{bake, BakeOptions, LoadedScene};
-use drape::demo::{write_demo, DemoScene};
-use drape::material::{build_cloth, build_span_limits, build_tethers, Fabric};
+use drape::garment::material::{build_cloth, build_span_limits, build_tethers, Fabric};
 use drape::math::{Real, Vec3};
+use drape::mesh::shapes::grid_cloth;
 use drape::mesh::Topology;
-use drape::shapes::grid_cloth;
-use drape::sim::{ClothModel, Pin, Solver, SolverSettings, StretchSolve};
-use drape::stats::edge_stretch;
+use drape::scene::demo::{write_demo, DemoScene};
+use drape::solver::{ClothModel, Pin, Solver, SolverSettings, StretchSolve};
 
 /// A 1 m × 1 m cloth of 32 × 32 vertices, horizontal at y = 0, pinned along its z = 0 edge,
 /// with the default fabric; swings down under gravity for `frames` frames at 24 fps.

@@ -5,14 +5,15 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use drape::material::{builtin_fabric, Fabric, BUILTIN_FABRICS, DEFAULT_FABRIC};
+use drape::garment::material::{Fabric, BUILTIN_FABRICS, DEFAULT_FABRIC};
 use drape::math::Real;
+use drape::preset::builtin_fabric;
 use drape::preset::{
     Library, Origin, Preset, PresetError, PresetKind, BUILTIN_SOLVERS, DEFAULT_SOLVER,
     PRESET_VERSION,
 };
 use drape::scene::GarmentSpec;
-use drape::sim::SolverSettings;
+use drape::solver::SolverSettings;
 
 fn library() -> (tempfile::TempDir, Library) {
     let dir = tempfile::tempdir().unwrap();

@@ -1,7 +1,7 @@
 //! A garment simulated on a proxy: the render mesh is bound to it, baked and exported whole.
 
 use drape::bake::{bake, BakeOptions, LoadedScene};
-use drape::demo::{write_demo, DemoScene};
+use drape::scene::demo::{write_demo, DemoScene};
 use drape::scene::{ProxySpec, Scene};
 
 fn default_scene_with_proxy(dir: &std::path::Path, vertices: u32) -> LoadedScene {

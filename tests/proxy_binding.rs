@@ -3,10 +3,12 @@
 //! The render meshes are generated grids, gently curved, with UV seams: a column and a row of
 //! vertices duplicated, the triangles on one side using the copies, as a glTF export has them.
 
-use drape::binding::{Binding, BindingError};
+use drape::garment::binding::{Binding, BindingError};
+use drape::garment::proxy::{
+    build_proxy, build_proxy_with, ProxyOptions, ProxyQuality, ProxyTarget,
+};
 use drape::math::{Real, Vec3};
 use drape::mesh::Mesh;
-use drape::proxy::{build_proxy, build_proxy_with, ProxyOptions, ProxyQuality, ProxyTarget};
 
 /// A curved `n × n` grid of `size_m` with seams along column `n/2` and row `n/3`: the vertices
 /// there are duplicated, and the triangles past them use the duplicates.

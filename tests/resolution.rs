@@ -10,12 +10,13 @@
 //! `cargo test --release --test resolution -- --ignored --nocapture`.
 
 use drape::cusick::{cusick_series, cusick_test, CusickOptions};
-use drape::material::{build_cloth_oriented, builtin_fabric, warp_directions_from};
+use drape::garment::material::{build_cloth_oriented, warp_directions_from};
+use drape::garment::proxy::{build_proxy, ProxyTarget};
 use drape::math::{Real, Vec3};
+use drape::mesh::shapes::grid_cloth;
 use drape::mesh::{Mesh, Topology};
-use drape::proxy::{build_proxy, ProxyTarget};
-use drape::shapes::grid_cloth;
-use drape::sim::{ClothModel, Pin, Solver, SolverSettings, StretchSolve};
+use drape::preset::builtin_fabric;
+use drape::solver::{ClothModel, Pin, Solver, SolverSettings, StretchSolve};
 
 /// Gravity (m/s²), as in the solver's default settings.
 const G: Real = 9.81;

@@ -7,14 +7,15 @@
 //! iterations per substep: see [`FULL_SIZE_ITERATIONS`]) take about 13 s each in release; the
 //! smaller versions beside them show the same at a glance.
 
+use drape::bake::stats::count_self_intersections;
+use drape::collide::self_collision::{SelfCollision, SelfContact};
 use drape::collide::BodyCollider;
-use drape::material::{build_cloth, builtin_fabric, DEFAULT_FABRIC};
+use drape::garment::material::{build_cloth, DEFAULT_FABRIC};
 use drape::math::{Real, Vec3};
+use drape::mesh::shapes::{cuboid, grid_cloth, uv_sphere};
 use drape::mesh::{Mesh, Topology};
-use drape::self_collision::{SelfCollision, SelfContact};
-use drape::shapes::{cuboid, grid_cloth, uv_sphere};
-use drape::sim::{ClothModel, Pin, Solver, SolverSettings};
-use drape::stats::count_self_intersections;
+use drape::preset::builtin_fabric;
+use drape::solver::{ClothModel, Pin, Solver, SolverSettings};
 
 const FPS: Real = 24.0;
 

@@ -16,10 +16,10 @@ use std::path::Path;
 use std::sync::Mutex;
 use std::time::Instant;
 
+use drape::bake::stats::edge_stretch;
 use drape::bake::LoadedScene;
-use drape::demo::{fitted_skirt_params, write_demo, write_fitted_skirt, DemoScene};
 use drape::math::Real;
-use drape::stats::edge_stretch;
+use drape::scene::demo::{fitted_skirt_params, write_demo, write_fitted_skirt, DemoScene};
 
 /// Largest RSS growth allowed between the first and the last reading (KiB): 16 MiB.
 const MAX_RSS_GROWTH_KIB: u64 = 16 * 1024;

@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 use drape::bake::{bake, bake_at, BakeOptions, BakeResult, LoadedScene};
 use drape::io::gltf_export::write_static_glb;
 use drape::math::{Real, Vec3};
+use drape::mesh::shapes::{cuboid, grid_cloth};
 use drape::mesh::Mesh;
 use drape::scene::{BodySpec, GarmentSpec, PinTarget, Scene, Timeline};
-use drape::shapes::{cuboid, grid_cloth};
 
 /// Fox (`../shared/data/khronos/Fox.glb`, see its LICENSES.md): a skinned, animated quadruped
 /// about 166 units nose to tail, in centimetres without saying so.

@@ -1,4 +1,4 @@
-//! The walking mannequin (`drape::walk`): a skinned, animated character made by Drape's own
+//! The walking mannequin (`drape::scene::walk`): a skinned, animated character made by Drape's own
 //! code, through its glTF file (the Khronos validator, Drape's own reader and skinning) and a
 //! whole bake of the `walk` demo scene (issue 3's checks on a body that leaves the cloth room).
 
@@ -6,10 +6,10 @@ mod common;
 
 use drape::bake::{bake, BakeOptions, LoadedScene};
 use drape::body::{Playback, Rig};
-use drape::demo::{write_walk, WALK_FRAMES, WALK_PREROLL_FRAMES};
 use drape::math::Real;
-use drape::shapes::SkirtParams;
-use drape::walk::{
+use drape::mesh::shapes::SkirtParams;
+use drape::scene::demo::{write_walk, WALK_FRAMES, WALK_PREROLL_FRAMES};
+use drape::scene::walk::{
     steady_rotations, write_walking_mannequin, WalkingMannequin, WALK_ANIMATION, WALK_JOINT_COUNT,
     WALK_KEYS_PER_CYCLE, WALK_PERIOD_S,
 };

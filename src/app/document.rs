@@ -203,7 +203,7 @@ fn relocate(
             let dest = to_dir.join(&name);
             if dest != resolved {
                 std::fs::create_dir_all(to_dir).map_err(|e| io(to_dir, e))?;
-                crate::io::atomic::write_atomic(&dest, &bytes).map_err(|e| io(&dest, e))?;
+                crate::file::atomic::write_atomic(&dest, &bytes).map_err(|e| io(&dest, e))?;
             }
             copies.push((resolved, name.clone()));
             return Ok(name);

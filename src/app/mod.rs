@@ -20,9 +20,9 @@ use std::time::Duration;
 use eframe::egui;
 
 use crate::bake::{BakeResult, LoadedScene};
-use crate::demo::{write_demo, DemoScene};
 use crate::math::{Real, Vec3};
 use crate::preset::Library;
+use crate::scene::demo::{write_demo, DemoScene};
 use crate::scene::{GarmentSpec, Scene};
 use camera::OrbitCamera;
 use document::Document;
@@ -1458,7 +1458,7 @@ fn save_recent(recent: &[PathBuf]) {
     if let Some(dir) = file.parent() {
         let _ = std::fs::create_dir_all(dir);
     }
-    if let Err(e) = crate::io::atomic::write_atomic(&file, text.as_bytes()) {
+    if let Err(e) = crate::file::atomic::write_atomic(&file, text.as_bytes()) {
         log::warn!("{}: cannot save the recent files: {e}", file.display());
     }
 }

@@ -331,10 +331,10 @@ fn solver_properties(ui: &mut egui::Ui, scene: &mut Scene) {
     let s = &mut scene.solver;
     egui::Grid::new("solver").num_columns(2).show(ui, |ui| {
         ui.label("Substeps");
-        ui.add(egui::DragValue::new(&mut s.substeps).range(1..=crate::sim::MAX_SUBSTEPS));
+        ui.add(egui::DragValue::new(&mut s.substeps).range(1..=crate::solver::MAX_SUBSTEPS));
         ui.end_row();
         ui.label("Iterations");
-        ui.add(egui::DragValue::new(&mut s.iterations).range(1..=crate::sim::MAX_ITERATIONS));
+        ui.add(egui::DragValue::new(&mut s.iterations).range(1..=crate::solver::MAX_ITERATIONS));
         ui.end_row();
         ui.label("Thickness (mm)");
         let mut mm = s.collision_thickness_m * 1000.0;
@@ -347,7 +347,7 @@ fn solver_properties(ui: &mut egui::Ui, scene: &mut Scene) {
         ui.end_row();
         ui.label("Stretch solve");
         ui.horizontal(|ui| {
-            use crate::sim::StretchSolve;
+            use crate::solver::StretchSolve;
             ui.selectable_value(&mut s.stretch_solve, StretchSolve::Lines, "By line")
                 .on_hover_text(
                     "Each straight line of edges solved exactly in every sweep: a stiff fabric \
@@ -369,8 +369,8 @@ fn solver_properties(ui: &mut egui::Ui, scene: &mut Scene) {
         ui.end_row();
         let label = ui.label("Line passes");
         ui.add_enabled(
-            s.stretch_solve == crate::sim::StretchSolve::Lines,
-            egui::DragValue::new(&mut s.line_passes).range(0..=crate::sim::MAX_LINE_PASSES),
+            s.stretch_solve == crate::solver::StretchSolve::Lines,
+            egui::DragValue::new(&mut s.line_passes).range(0..=crate::solver::MAX_LINE_PASSES),
         )
         .labelled_by(label.id)
         .on_hover_text(

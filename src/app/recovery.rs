@@ -3,7 +3,7 @@
 //! While the open scene has unsaved changes, the app writes it every
 //! [`AppOptions::autosave_interval`](super::AppOptions::autosave_interval) to a *recovery
 //! file* of its own in the recovery folder ([`default_dir`]), atomically
-//! ([`crate::io::atomic`]) and on a background thread. The file is removed when the scene is
+//! ([`crate::file::atomic`]) and on a background thread. The file is removed when the scene is
 //! saved, when another scene replaces it (after the artist saved or discarded the changes) and
 //! when the app closes normally. A crash leaves it behind; the next start-up finds it
 //! ([`find`]) and asks "Recover unsaved changes from HH:MM?".
@@ -393,7 +393,7 @@ fn write(file: &Path, record: &RecoveryFile) -> Result<(), String> {
     if let Some(dir) = file.parent() {
         std::fs::create_dir_all(dir).map_err(|e| fail(&e))?;
     }
-    crate::io::atomic::write_atomic(file, text.as_bytes()).map_err(|e| fail(&e))
+    crate::file::atomic::write_atomic(file, text.as_bytes()).map_err(|e| fail(&e))
 }
 
 /// The start-up dialog offering a recovery file: Recover or Discard.

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use crate::bake::{bake, BakeOptions, BakeResult, LoadedScene};
 use crate::constraints::Attachment;
 use crate::math::{Real, Vec3};
-use crate::sim::{Solver, SolverSettings};
+use crate::solver::{Solver, SolverSettings};
 
 /// Compliance of the artist's drag attachment (m/N): a 1 N pull stretches it by 1 mm,
 /// stiff enough to lead the cloth, soft enough not to tear it.

@@ -10,7 +10,7 @@ use crate::body::anim::{self, Channel, Clip, Interpolation, Property};
 use crate::body::parts;
 use crate::body::skin::{self, Scratch, SkinData};
 use crate::body::{AnimationInfo, BodyError, BodyPart, Mat4, Node, Quat, Rig, Skin};
-use crate::io::gltf_common::{self, GltfFile};
+use crate::file::gltf::{self as gltf_common, GltfFile};
 use crate::math::{Mat3, Vec3};
 use crate::mesh::Mesh;
 

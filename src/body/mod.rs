@@ -47,7 +47,7 @@
 //!
 //! # Robustness
 //!
-//! Accessors are read with every bound checked (`io::gltf_common`); a damaged or unsupported
+//! Accessors are read with every bound checked (`file::gltf`); a damaged or unsupported
 //! file is a [`BodyError`] naming it, never a panic. Repairable problems (skin weights that do
 //! not sum to 1, more than four influences per vertex, matrices with shear) become
 //! [`Rig::warnings`].
@@ -65,7 +65,7 @@ use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 
-use crate::io::GltfImportError;
+use crate::file::GltfImportError;
 use crate::math::{Vec2, Vec3};
 use crate::mesh::{Mesh, MeshError};
 

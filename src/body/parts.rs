@@ -17,7 +17,7 @@ use gltf::Semantic;
 
 use crate::body::load::Ctx;
 use crate::body::{BodyError, BodyPart, Node, Skin};
-use crate::io::gltf_common::{self, GltfFile, REEXPORT};
+use crate::file::gltf::{self as gltf_common, GltfFile, REEXPORT};
 use crate::math::{Vec2, Vec3};
 use crate::mesh::Mesh;
 

@@ -21,7 +21,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use crate::io::atomic::write_atomic;
+use crate::file::atomic::write_atomic;
 use crate::math::Vec3;
 
 /// The 12-byte signature at the start of a PC2 file.

@@ -31,7 +31,7 @@
 //!   times `t_k`, so that one animation plays the whole shot.
 //!
 //! [`write_skinned_glb`] writes a skinned mesh with one animation of its joints' rotations
-//! (Drape's own walking mannequin, [`crate::walk`]): the joints as nodes translated to their
+//! (Drape's own walking mannequin, [`crate::scene::walk`]): the joints as nodes translated to their
 //! bind positions, one skin whose inverse bind matrices undo those translations, and a LINEAR
 //! rotation channel per joint.
 //!
@@ -43,7 +43,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{json, Value};
 
 use crate::body::{Pose, Quat, Rig};
-use crate::io::atomic::write_atomic_with;
+use crate::file::atomic::write_atomic_with;
 use crate::math::{Vec2, Vec3};
 use crate::mesh::{Mesh, MeshError};
 use crate::paint::{MapKind, VertexMaps};

@@ -24,115 +24,17 @@
 //! recomputed from the faces, with a warning ([`load_mesh_with_warnings`]; the other loaders
 //! log it).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use gltf::mesh::Mode;
 use gltf::Semantic;
 
-use crate::io::gltf_common::{self, Affine, GltfFile};
+use crate::file::gltf::{self as gltf_common, Affine, GltfFile};
 use crate::math::{Vec2, Vec3};
 use crate::mesh::{Mesh, MeshError};
 use crate::paint::{MapKind, VertexMaps};
 
-/// Problems reading meshes from a glTF file; every variant names the file.
-#[derive(Debug, thiserror::Error)]
-pub enum GltfImportError {
-    /// The file could not be read (missing, no permission).
-    #[error("{}: cannot read the file: {source}", path.display())]
-    Read {
-        /// The file.
-        path: PathBuf,
-        /// The underlying error.
-        #[source]
-        source: std::io::Error,
-    },
-    /// The file is not valid glTF 2.0: truncated, not glTF at all, or inconsistent.
-    ///
-    /// How to fix: re-export the file from the modelling tool; check it with the Khronos
-    /// glTF-Validator.
-    #[error("{}: not a valid glTF 2.0 file: {reason}", path.display())]
-    Malformed {
-        /// The file.
-        path: PathBuf,
-        /// What is wrong (the glTF parser's message, or the failed check).
-        reason: String,
-    },
-    /// The file has no triangle mesh in its scene.
-    #[error("{}: the file contains no triangle mesh (in its default scene)", path.display())]
-    NoMeshes {
-        /// The file.
-        path: PathBuf,
-    },
-    /// No mesh has the requested name.
-    #[error("{}: no mesh named '{name}'; the file has: {}", path.display(), name_list(available))]
-    MeshNotFound {
-        /// The file.
-        path: PathBuf,
-        /// The requested name.
-        name: String,
-        /// The names of the meshes in the file.
-        available: Vec<String>,
-    },
-    /// No name was given, and the file has more than one mesh.
-    #[error("{}: the file has several meshes ({}); name the one to use", path.display(), name_list(available))]
-    SeveralMeshes {
-        /// The file.
-        path: PathBuf,
-        /// The names of the meshes in the file.
-        available: Vec<String>,
-    },
-    /// The mesh was read but is unusable (bad index, non-finite position, no triangles).
-    ///
-    /// How to fix: the message says, for each kind of problem.
-    #[error("{}: {source} ({location}); {}", path.display(), mesh_fix(source))]
-    InvalidMesh {
-        /// The file.
-        path: PathBuf,
-        /// What is wrong with the mesh.
-        #[source]
-        source: MeshError,
-        /// Where in the file: the primitive and accessor, e.g.
-        /// `primitive 0, indices (accessor 2) entry 5`.
-        location: String,
-    },
-    /// The requested mesh has no triangle primitives (only points or lines).
-    #[error("{}: mesh '{mesh}' has only {mode} primitives; Drape needs triangles (triangulate it in the modelling tool)", path.display())]
-    UnsupportedMode {
-        /// The file.
-        path: PathBuf,
-        /// The mesh name.
-        mesh: String,
-        /// The glTF primitive mode, e.g. `LINES`.
-        mode: String,
-    },
-}
-
-/// What to do about an unusable mesh.
-fn mesh_fix(e: &MeshError) -> &'static str {
-    match e {
-        MeshError::Empty(_) => "export the mesh's faces (Drape needs triangles)",
-        MeshError::IndexOutOfRange { .. } | MeshError::AttributeLength { .. } => {
-            "the file is damaged: export it again from the modelling tool"
-        }
-        MeshError::NonFinite { .. } => {
-            "fix or delete that vertex in the modelling tool and export the file again"
-        }
-        MeshError::AllDegenerate(_) => "check the export scale and remove collapsed faces",
-        MeshError::TooFar { .. } => "export in metres (set the unit scale), or fix that vertex",
-    }
-}
-
-/// Formats mesh names as `'a', 'b'` (or `(none)`).
-fn name_list(names: &[String]) -> String {
-    if names.is_empty() {
-        return "(none)".into();
-    }
-    names
-        .iter()
-        .map(|n| format!("'{n}'"))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
+pub use crate::file::gltf::GltfImportError;
 
 /// Loads every triangle mesh of the file's scene, transformed to world space and validated.
 ///
@@ -637,6 +539,7 @@ fn triangulate(mode: Mode, idx: &[u32]) -> Result<Vec<[u32; 3]>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::file::gltf::name_list;
 
     #[test]
     fn strips_and_fans_become_counter_clockwise_triangles() {

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use gltf::mesh::Mode;
 
-use crate::io::gltf_common;
+use crate::file::gltf as gltf_common;
 use crate::io::gltf_import::GltfImportError;
 
 /// One glTF mesh.

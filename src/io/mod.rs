@@ -8,19 +8,19 @@
 //!   animation, the contract in `DESIGN.md` §3 ("Baked glTF").
 //! - [`cache`] writes and reads the PC2 and MDD point caches of Blender's Mesh Cache modifier.
 //! - [`inspect`](mod@inspect) summarises a glTF file (`drape inspect FILE.glb`).
-//! - [`atomic`] writes a file through a temporary file and a rename, so a crash or a full disk
-//!   never leaves a half-written output in place of a good one.
 //!
-//! Every error of this module carries the path of the file it is about.
+//! Writes are atomic ([`crate::file::atomic`]); the glTF container itself is read by
+//! `crate::file::gltf`. Every error of this module carries the path of the file it is about.
+//!
+//! May import: [`crate::paint`] (the painted maps' types), [`crate::body`] (to write its skin and
+//! animation), [`crate::mesh`], [`crate::file`], [`crate::math`].
 
-pub mod atomic;
 pub mod cache;
-pub(crate) mod gltf_common;
 pub mod gltf_export;
 pub mod gltf_import;
 pub mod inspect;
 
-pub use atomic::{write_atomic, write_atomic_with};
+pub use crate::file::atomic::{write_atomic, write_atomic_with};
 pub use cache::{read_mdd, read_pc2, write_mdd, write_pc2, CacheError, Mdd, Pc2};
 pub use gltf_export::{write_bake_glb, write_static_glb, BakeExport, BodyExport, GltfExportError};
 pub use gltf_import::{load_mesh, load_meshes, GltfImportError};

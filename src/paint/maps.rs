@@ -580,8 +580,8 @@ impl GarmentMaps {
         scene_path: &Path,
         file: PathBuf,
     ) -> Result<Self, MapError> {
-        let full = crate::scene::Scene::resolve(scene_path, &file);
-        crate::io::atomic::write_atomic(&full, &self.values.to_bytes()).map_err(|e| {
+        let full = crate::file::resolve(scene_path, &file);
+        crate::file::atomic::write_atomic(&full, &self.values.to_bytes()).map_err(|e| {
             MapError::File {
                 garment: garment.into(),
                 path: full.clone(),
@@ -601,7 +601,7 @@ impl GarmentMaps {
         let Some(file) = self.file.take() else {
             return Ok(());
         };
-        let full = crate::scene::Scene::resolve(scene_path, &file);
+        let full = crate::file::resolve(scene_path, &file);
         let file_err = |message: String| MapError::File {
             garment: garment.into(),
             path: full.clone(),

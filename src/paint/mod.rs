@@ -27,7 +27,7 @@
 //!
 //! # Compliance scales
 //!
-//! After [`crate::material::build_cloth`], [`SimMaps::scale_constraints`] multiplies each
+//! After [`crate::garment::material::build_cloth`], [`SimMaps::scale_constraints`] multiplies each
 //! constraint's compliance by the mean of its vertices' scale: stretch edges and shear
 //! triangles by `s`, bending hinges by `β`; masses by `μ`. So `s = 10` is a region ten times
 //! as stretchy, `s = 0` an inextensible one.
@@ -57,16 +57,12 @@
 //! their values before and after, which [`History`] undoes and redoes bit for bit.
 
 mod brush;
-mod exchange;
 mod maps;
 mod to_sim;
 
 pub use brush::{
     Brush, BrushError, BrushMode, Falloff, History, Hit, MapEdit, PaintMesh, Stroke,
     PAINT_WELD_TOLERANCE_M,
-};
-pub use exchange::{
-    export_garment_maps, import_garment_maps, ExchangeError, IMPORT_POSITION_TOLERANCE_M,
 };
 pub use maps::{
     attachment_compliance_m_per_n, decode_map, encode_map, encode_text, Attach, GarmentMaps,

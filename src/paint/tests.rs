@@ -2,8 +2,8 @@
 
 use super::*;
 use crate::math::{Real, Vec3};
+use crate::mesh::shapes::grid_cloth;
 use crate::mesh::Mesh;
-use crate::shapes::grid_cloth;
 
 /// A 1 m grid of `n × n` vertices in the plane y = 0, centred on the origin.
 fn grid(n: u32) -> (Mesh, PaintMesh) {

@@ -1,9 +1,9 @@
 //! Painted maps on the simulation mesh: the transfer from the render mesh, the attachments
-//! they make, and the post-pass that scales the constraints [`crate::material::build_cloth`]
+//! they make, and the post-pass that scales the constraints [`crate::garment::material::build_cloth`]
 //! built (see the [module docs](super)).
 
-use crate::binding::Binding;
-use crate::material::ClothConstraints;
+use crate::garment::binding::Binding;
+use crate::garment::material::ClothConstraints;
 use crate::math::Real;
 
 use super::maps::{
@@ -145,12 +145,12 @@ impl SimMaps {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::material::{build_cloth, Fabric};
+    use crate::garment::material::{build_cloth, Fabric};
     use crate::mesh::{weld, Topology};
 
     #[test]
     fn seam_duplicates_average_and_unpainted_maps_change_nothing() {
-        let grid = crate::shapes::grid_cloth(1.0, 5, 0.0);
+        let grid = crate::mesh::shapes::grid_cloth(1.0, 5, 0.0);
         let w = weld(&grid, 1e-5);
         let mut maps = VertexMaps::new(grid.positions.len());
         let sim = SimMaps::transfer(

@@ -9,8 +9,8 @@ use super::{
     wrong_kind, Origin, ParsedPreset, Preset, PresetEntry, PresetError, PresetKind, PresetWarning,
     Scan, StoredPreset, PRESET_DIR_ENV,
 };
-use crate::material::Fabric;
-use crate::sim::SolverSettings;
+use crate::garment::material::Fabric;
+use crate::solver::SolverSettings;
 
 /// The preset library: the built-in presets and the user's folder.
 ///
@@ -314,7 +314,7 @@ impl Library {
     pub fn rename(&self, kind: PresetKind, from: &str, to: &str) -> Result<PathBuf, PresetError> {
         let from_path = self.existing_user(kind, from)?;
         let to_path = self.target(kind, to, false)?;
-        crate::io::atomic::rename(&from_path, &to_path).map_err(|source| PresetError::Io {
+        crate::file::atomic::rename(&from_path, &to_path).map_err(|source| PresetError::Io {
             path: from_path,
             source,
         })?;
@@ -357,7 +357,7 @@ impl Library {
     /// (comments included), so that [`Library::import`] reads it back.
     pub fn export(&self, kind: PresetKind, name: &str, file: &Path) -> Result<(), PresetError> {
         let stored = self.get(kind, name)?;
-        crate::io::atomic::write_atomic(file, stored.text.as_bytes()).map_err(|source| {
+        crate::file::atomic::write_atomic(file, stored.text.as_bytes()).map_err(|source| {
             PresetError::Io {
                 path: file.to_path_buf(),
                 source,
@@ -426,7 +426,7 @@ impl Library {
                 source,
             })?;
         }
-        crate::io::atomic::write_atomic(path, text.as_bytes()).map_err(|source| PresetError::Io {
+        crate::file::atomic::write_atomic(path, text.as_bytes()).map_err(|source| PresetError::Io {
             path: path.to_path_buf(),
             source,
         })

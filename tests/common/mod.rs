@@ -191,13 +191,14 @@ pub fn write_animated_bake(path: &Path, result: &drape::bake::BakeResult, rig: &
 
 /// A cloth model from a mesh in the default fabric, with the given hard pins at rest (no
 /// tethers).
-pub fn model_of(mesh: &drape::mesh::Mesh, pinned: &[u32]) -> drape::sim::ClothModel {
-    use drape::material::{build_cloth, builtin_fabric, DEFAULT_FABRIC};
+pub fn model_of(mesh: &drape::mesh::Mesh, pinned: &[u32]) -> drape::solver::ClothModel {
+    use drape::garment::material::{build_cloth, DEFAULT_FABRIC};
+    use drape::preset::builtin_fabric;
     let fabric = builtin_fabric(DEFAULT_FABRIC).unwrap();
     let topo = drape::mesh::Topology::new(mesh);
     let c = build_cloth(mesh, &topo, &fabric);
     let n = mesh.positions.len();
-    drape::sim::ClothModel {
+    drape::solver::ClothModel {
         positions: mesh.positions.clone(),
         mass_kg: c.mass_kg,
         damping_per_s: vec![fabric.damping_per_s; n],
@@ -207,7 +208,7 @@ pub fn model_of(mesh: &drape::mesh::Mesh, pinned: &[u32]) -> drape::sim::ClothMo
         bend: c.bend,
         pins: pinned
             .iter()
-            .map(|&i| drape::sim::Pin {
+            .map(|&i| drape::solver::Pin {
                 particle: i,
                 target_m: mesh.positions[i as usize],
             })

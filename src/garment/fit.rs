@@ -3,13 +3,13 @@
 //! The body is a closed mesh, Y up, standing at its rest pose (for a skinned character, the
 //! bind pose its garments are authored on). [`find_waist`] scans horizontal slices of the
 //! torso for the narrowest one; [`fit_skirt`] hangs a flared skirt from it with
-//! [`crate::shapes::skirt_around`], every ring kept clear of the body by the body's own signed
+//! [`crate::mesh::shapes::skirt_around`], every ring kept clear of the body by the body's own signed
 //! distance (parry3d's point projection).
 
 use crate::collide::BodyCollider;
 use crate::math::{bounds, Real, Vec3};
+use crate::mesh::shapes::{skirt_around, Garment, SkirtParams, Waist};
 use crate::mesh::Mesh;
-use crate::shapes::{skirt_around, Garment, SkirtParams, Waist};
 
 /// Why a garment cannot be fitted to a body.
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -210,7 +210,7 @@ pub fn fit_skirt(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::shapes::{
+    use crate::mesh::shapes::{
         mannequin, MANNEQUIN_WAIST_HEIGHT_M, MANNEQUIN_WAIST_RADIUS_X_M, MANNEQUIN_WAIST_RADIUS_Z_M,
     };
 

@@ -42,6 +42,22 @@
 //! substeps. A forward sweep followed by a backward one is symmetric Gauss–Seidel, whose
 //! iteration matrix has real eigenvalues in `[0, 1)` for these symmetric positive definite
 //! systems, and the same cloth is stable at every substep count we tried.
+//!
+//! # Layout
+//!
+//! This module holds the particles, the settings and the substep; its children hold the solves:
+//! [`line_stretch`] (the stretch solved line by line), [`global_stretch`] (global solves of the
+//! stretch, shear and bending), [`levels`] and [`pipeline`] (the level-ordered and pipelined
+//! sweeps) and [`batch`] (coloured batches for the parallel projection).
+//!
+//! May import: [`crate::math`], [`crate::mesh`], [`crate::constraints`], [`crate::collide`],
+//! [`crate::garment`] (the cloth's constraints and membrane).
+
+pub mod batch;
+pub mod global_stretch;
+pub mod levels;
+pub mod line_stretch;
+pub mod pipeline;
 
 use std::time::{Duration, Instant};
 
@@ -49,22 +65,22 @@ use serde::{Deserialize, Serialize};
 
 use rayon::prelude::*;
 
-use crate::batch::{self, Batching, SharedSlice};
-use crate::body_points::BodyVertexContacts;
+use crate::collide::body_points::BodyVertexContacts;
+use crate::collide::self_collision::SelfCollision;
 use crate::collide::{BodyCollider, ColliderError, Contact, ProximityCache, SurfaceAnchor};
 use crate::constraints::{
     distance_and_gradient, friction_correction, multiplier_move, solve_attachment, solve_contact,
     solve_span_limit, solve_tether, triangle_strain_and_gradient, Attachment, Bend, Distance,
     Outcome, Shear, SpanLimit, Strain, Tether,
 };
-use crate::global_stretch::{GlobalBend, GlobalShear, GlobalStretch};
-use crate::levels::{self, Counts, Levels, Positions};
-use crate::line_stretch::LineStretch;
-use crate::material::ClothConstraints;
-pub use crate::material::Membrane;
+use crate::garment::material::ClothConstraints;
+pub use crate::garment::material::Membrane;
 use crate::math::{Real, Vec3, Vec4};
-use crate::pipeline::{Halves, Pipeline};
-use crate::self_collision::SelfCollision;
+use crate::solver::global_stretch::{GlobalBend, GlobalShear, GlobalStretch};
+use crate::solver::line_stretch::LineStretch;
+use crate::solver::pipeline::{Halves, Pipeline};
+use batch::{Batching, SharedSlice};
+use levels::{Counts, Levels, Positions};
 
 /// Most substeps per frame.
 pub const MAX_SUBSTEPS: u32 = 1000;
@@ -113,11 +129,11 @@ pub struct SolverSettings {
     /// velocities are zeroed, so that one bad velocity cannot fail every retry.
     pub max_speed_m_per_s: Real,
     /// Cloth–cloth collision: each garment against itself and against the other garments
-    /// (vertex–triangle and edge–edge contacts, see [`crate::self_collision`]). Off by default.
+    /// (vertex–triangle and edge–edge contacts, see [`crate::collide::self_collision`]). Off by default.
     pub self_collision: bool,
     /// Body-vertex contacts: the body's vertices keep out of the cloth's triangles, so that a
     /// body feature narrower than the cloth's edges (fingers, a hand, a wrist) cannot pass
-    /// between the particles and thread the cloth on itself ([`crate::body_points`]). On by
+    /// between the particles and thread the cloth on itself ([`crate::collide::body_points`]). On by
     /// default.
     pub body_vertex_contacts: bool,
     /// Over-relaxation factor `ω` of the stretch projection edge by edge (1 ≤ ω < 2; 1 is plain
@@ -132,15 +148,15 @@ pub struct SolverSettings {
     /// result, are the same as the serial search's, bit for bit, on any thread count.
     pub parallel: bool,
     /// Project stretch, shear and bend in batches that share no particle, on all cores (see
-    /// [`crate::batch`]). The result is the same on any thread count, but it is Gauss–Seidel in
+    /// [`crate::solver::batch`]). The result is the same on any thread count, but it is Gauss–Seidel in
     /// another order than the mesh's, which leaves 2–4× more stretch at the same substeps; so it
     /// is off by default (docs/solver.md, "Parallel projection").
     pub parallel_projection: bool,
     /// Project the span limits, stretch, shear and bending four constraints at a time in vector
-    /// lanes, in levels of the mesh's order (see [`crate::levels`]): the same numbers, bit for
+    /// lanes, in levels of the mesh's order (see [`crate::solver::levels`]): the same numbers, bit for
     /// bit, as projecting them one at a time in that order, in about 40 % of the time. Where a
     /// kind's order chains each constraint to the one before (fewer than
-    /// [`crate::levels::MIN_LEVEL_WIDTH`] per level on average), its stretch and span limits
+    /// [`crate::solver::levels::MIN_LEVEL_WIDTH`] per level on average), its stretch and span limits
     /// are projected one at a time and its shear and bending in colours, another order (docs/
     /// solver.md, "Vector sweeps"). On by default; off projects every kind one at a time.
     /// Ignored with [`Self::parallel_projection`], which batches the constraints its own way.
@@ -148,20 +164,20 @@ pub struct SolverSettings {
     /// Sweep the span limits, stretch, shear and bending on two threads at once, the cloth cut
     /// in two halves, each level of each kind split between them, each thread waiting only for
     /// the other half's constraints that share a particle with its next ones (see
-    /// [`crate::pipeline`]). The same numbers, bit for bit, as the vector sweeps. Applies when
+    /// [`crate::solver::pipeline`]). The same numbers, bit for bit, as the vector sweeps. Applies when
     /// [`Self::vector_sweeps`] and [`Self::parallel`] are on, rayon's pool has at least two
     /// threads when the solver is built, the four kinds are swept (not solved globally) with the
     /// membrane per edge, [`Self::warm_start`] is 0, each kind's own order has room for levels
-    /// ([`crate::levels::MIN_LEVEL_WIDTH`]) and the stretch's levels are wide enough to split
-    /// ([`crate::pipeline::MIN_LEVEL_WIDTH`]: grids from about 44 × 44); otherwise ignored. On by
+    /// ([`crate::solver::levels::MIN_LEVEL_WIDTH`]) and the stretch's levels are wide enough to split
+    /// ([`crate::solver::pipeline::MIN_LEVEL_WIDTH`]: grids from about 44 × 44); otherwise ignored. On by
     /// default.
     pub pipelined_sweeps: bool,
     /// How the stretch constraints are projected in each sweep: line by line, each straight
     /// line of edges solved exactly ([`StretchSolve::Lines`], the default, see
-    /// [`crate::line_stretch`]); one Gauss–Seidel pass edge by edge ([`StretchSolve::Sweep`],
+    /// [`crate::solver::line_stretch`]); one Gauss–Seidel pass edge by edge ([`StretchSolve::Sweep`],
     /// which the warm start, [`Self::stretch_relaxation`] and the pipelined sweeps need); or all
     /// of them together by conjugate gradients ([`StretchSolve::Global`], see
-    /// [`crate::global_stretch`]), which holds stiff fabrics to their real stretch whatever the
+    /// [`crate::solver::global_stretch`]), which holds stiff fabrics to their real stretch whatever the
     /// substeps and the resolution, at a higher cost per sweep.
     pub stretch_solve: StretchSolve,
     /// With the line solves ([`StretchSolve::Lines`]): how many more passes of them each sweep
@@ -175,13 +191,13 @@ pub struct SolverSettings {
     pub line_passes: u32,
     /// How the bending constraints are projected in each sweep: one Gauss–Seidel pass
     /// ([`StretchSolve::Sweep`], the default) or all hinges together by conjugate gradients
-    /// ([`StretchSolve::Global`], [`crate::global_stretch::GlobalBend`]). On fine meshes the
+    /// ([`StretchSolve::Global`], [`crate::solver::global_stretch::GlobalBend`]). On fine meshes the
     /// sweep needs substeps in proportion to the vertex count to converge the bending
     /// (tests/cantilever.rs); the global solve does not.
     pub bend_solve: StretchSolve,
     /// How the shear constraints are projected in each sweep: one Gauss–Seidel pass
     /// ([`StretchSolve::Sweep`], the default) or all triangles together by conjugate gradients
-    /// ([`StretchSolve::Global`], [`crate::global_stretch::GlobalShear`]).
+    /// ([`StretchSolve::Global`], [`crate::solver::global_stretch::GlobalShear`]).
     pub shear_solve: StretchSolve,
     /// Warm start: the fraction `β` (0 ≤ β < 0.5) of each membrane multiplier (stretch edges,
     /// shear rows) of the previous substep that the next substep starts from, its position
@@ -213,10 +229,10 @@ pub enum StretchSolve {
     #[default]
     Sweep,
     /// One Newton step of XPBD on all edges at once per sweep, solved by preconditioned
-    /// conjugate gradients ([`crate::global_stretch`]); `stretch_relaxation` and
+    /// conjugate gradients ([`crate::solver::global_stretch`]); `stretch_relaxation` and
     /// `parallel_projection` do not apply to it.
     Global,
-    /// One exact Newton step of XPBD per line of edges per sweep ([`crate::line_stretch`]):
+    /// One exact Newton step of XPBD per line of edges per sweep ([`crate::solver::line_stretch`]):
     /// the edges cut into straight lines, each solved by the Thomas algorithm. Stretch only;
     /// `stretch_relaxation` does not apply to it.
     Lines,
@@ -2093,10 +2109,10 @@ impl Solver {
 /// in its own order and each level split between the two halves of [`Halves`], and `model`'s
 /// lists regrouped to match (each level's first half, level after level, then each level's
 /// second half). `None`, `model` untouched, when a kind's levels are narrower than
-/// [`levels::MIN_LEVEL_WIDTH`], the stretch's narrower than [`crate::pipeline::MIN_LEVEL_WIDTH`],
+/// [`levels::MIN_LEVEL_WIDTH`], the stretch's narrower than [`crate::solver::pipeline::MIN_LEVEL_WIDTH`],
 /// or one half has no work.
 fn pipelined_levels(model: &mut ClothModel) -> Option<Pipeline> {
-    use crate::pipeline::{padded, KindParts, KINDS};
+    use crate::solver::pipeline::{padded, KindParts, KINDS};
     let n = model.positions.len();
     let halves = Halves::new(&model.positions);
     let (mut span, mut stretch) = (model.span_limits.clone(), model.stretch.clone());
@@ -2108,7 +2124,7 @@ fn pipelined_levels(model: &mut ClothModel) -> Option<Pipeline> {
         Levels::if_wide(&mut bend, |c| c.particles, n)?,
     ];
     // Narrow levels split in two leave each thread too little per level.
-    if stretch.len() < crate::pipeline::MIN_LEVEL_WIDTH * levels[1].count() {
+    if stretch.len() < crate::solver::pipeline::MIN_LEVEL_WIDTH * levels[1].count() {
         return None;
     }
     let parts = [
@@ -2136,7 +2152,7 @@ fn pipelined_levels(model: &mut ClothModel) -> Option<Pipeline> {
 /// The stretch in layers from where the load comes in ([`Levels::layered`]) when the mesh's own
 /// order has no room for levels: layered by distance in edges from the pinned and attached
 /// particles (or, with neither, from the first particle), kept when that order holds at least
-/// [`crate::levels::MIN_LEVEL_WIDTH`] edges per level on average; otherwise `None` and
+/// [`crate::solver::levels::MIN_LEVEL_WIDTH`] edges per level on average; otherwise `None` and
 /// `stretch` untouched.
 fn layered_if_wide(
     stretch: &mut Vec<Distance>,
@@ -2148,7 +2164,7 @@ fn layered_if_wide(
     let seeds: Vec<u32> = (pins.iter().map(|p| p.particle))
         .chain(attach.iter().map(|a| a.particle))
         .collect();
-    let layer = crate::levels::particle_layers(&edges, &seeds, n);
+    let layer = crate::solver::levels::particle_layers(&edges, &seeds, n);
     Levels::layered_if_wide(stretch, |c| c.particles, n, &layer)
 }
 
@@ -2567,8 +2583,11 @@ mod tests {
     fn a_ring_mesh_sweeps_its_stretch_in_layers_and_a_grid_in_its_own_order() {
         let model = |mesh: &crate::mesh::Mesh, pinned: &[u32]| {
             let topology = crate::mesh::Topology::new(mesh);
-            let cloth =
-                crate::material::build_cloth(mesh, &topology, &crate::material::Fabric::default());
+            let cloth = crate::garment::material::build_cloth(
+                mesh,
+                &topology,
+                &crate::garment::material::Fabric::default(),
+            );
             let mut m = ClothModel::from_cloth(mesh.positions.clone(), cloth, 0.0, 0.0);
             m.pins = (pinned.iter())
                 .map(|&p| Pin {
@@ -2578,7 +2597,7 @@ mod tests {
                 .collect();
             m
         };
-        let skirt = crate::shapes::skirt(&crate::shapes::SkirtParams {
+        let skirt = crate::mesh::shapes::skirt(&crate::mesh::shapes::SkirtParams {
             rings: 16,
             segments: 48,
             ..Default::default()
@@ -2592,13 +2611,13 @@ mod tests {
         };
         let s = Solver::new(sweep.clone(), m, None).unwrap();
         let levels = s.stretch_levels.as_ref().expect("levelled");
-        assert!(levels.count() * crate::levels::MIN_LEVEL_WIDTH <= first_edges.len());
+        assert!(levels.count() * crate::solver::levels::MIN_LEVEL_WIDTH <= first_edges.len());
         // The first level holds waistband edges (layer 0), pinned at both ends or one.
         let waist = |p: u32| (p as usize) < 48;
         let first = &s.model.stretch[..levels.offsets[1]];
         assert!(first.iter().all(|c| c.particles.iter().any(|&p| waist(p))));
 
-        let grid = crate::shapes::grid_cloth(1.0, 32, 0.5);
+        let grid = crate::mesh::shapes::grid_cloth(1.0, 32, 0.5);
         let m = model(&grid, &[]);
         // The levels of the mesh's own order.
         let mut in_order = m.stretch.clone();

@@ -2,7 +2,7 @@
 //!
 //! Production garments are dense render meshes (tens of thousands of vertices, split along UV
 //! seams). The cloth is simulated on a *proxy* with a vertex count the artist picks, and the
-//! render mesh follows it through a [`Binding`](crate::binding::Binding).
+//! render mesh follows it through a [`Binding`](crate::garment::binding::Binding).
 //!
 //! [`build_proxy`] runs four steps:
 //!

@@ -67,12 +67,12 @@ use wide::f32x4;
 /// The vector type: one lane per constraint.
 type Lanes = f32x4;
 
-use crate::batch::SharedSlice;
 use crate::constraints::{
     solve_bend, solve_distance, solve_shear, solve_span_limit, wrap_angle, Bend, Distance, Outcome,
     Shear, SpanLimit, Strain,
 };
 use crate::math::{Real, Vec3, Vec4, DEGENERATE_AREA2_SQ, DEGENERATE_LENGTH_SQ};
+use crate::solver::batch::SharedSlice;
 
 /// Constraints projected together, one per lane.
 pub const LANES: usize = 4;
@@ -179,7 +179,7 @@ impl Levels {
         let mut sorted = Vec::with_capacity(items.len());
         for group in items.chunk_by(|a, b| layer_of(a) == layer_of(b)) {
             let stencils: Vec<[u32; K]> = group.iter().map(&particles).collect();
-            let colouring = crate::batch::Coloring::greedy(&stencils, particle_count);
+            let colouring = crate::solver::batch::Coloring::greedy(&stencils, particle_count);
             sorted.extend(colouring.apply(group));
         }
         *items = sorted;
@@ -196,7 +196,7 @@ impl Levels {
         particle_count: usize,
     ) -> Self {
         let stencils: Vec<[u32; K]> = items.iter().map(particles).collect();
-        let colouring = crate::batch::Coloring::greedy(&stencils, particle_count);
+        let colouring = crate::solver::batch::Coloring::greedy(&stencils, particle_count);
         *items = colouring.apply(items);
         Self {
             offsets: colouring.offsets,
@@ -432,7 +432,7 @@ pub(crate) struct Kinds<'a> {
 }
 
 /// Projects the span limits, stretch, shear and bending once, on two threads through the
-/// `pipeline`'s parts ([`crate::pipeline`]): bit for bit the serial sweep of each list in its
+/// `pipeline`'s parts ([`crate::solver::pipeline`]): bit for bit the serial sweep of each list in its
 /// order, the kinds one after another (the levels run backward when `pass.reverse`). Each list
 /// is sorted into the levels the pipeline was built from. Returns the counts of the stretch,
 /// shear and bending (span limits count nothing).
@@ -440,7 +440,7 @@ pub(crate) fn project_pipelined<P: Positions>(
     x: P,
     w: &[Real],
     kinds: Kinds<'_>,
-    pipeline: &mut crate::pipeline::Pipeline,
+    pipeline: &mut crate::solver::pipeline::Pipeline,
     pass: Pass,
     stretch: StretchPass,
 ) -> [Counts; 3] {
@@ -1648,7 +1648,7 @@ mod tests {
     /// meets the rings from the waistband down.
     #[test]
     fn layers_give_a_ring_mesh_wide_levels_that_sweep_from_the_load() {
-        let skirt = crate::shapes::skirt(&crate::shapes::SkirtParams {
+        let skirt = crate::mesh::shapes::skirt(&crate::mesh::shapes::SkirtParams {
             rings: 16,
             segments: 48,
             ..Default::default()

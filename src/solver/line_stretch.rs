@@ -25,10 +25,10 @@
 //! - `A_jj = w_p + w_q + α̃_j`, `A_j,j+1 = −w_q·(n_j · n_{j+1})` where `q` is the particle the
 //!   two edges share; `w` are the inverse masses (1/kg), `α̃_j = α_j/h²` (kg⁻¹).
 
-use crate::batch::SharedSlice;
 use crate::constraints::{distance_and_gradient, Distance};
-use crate::levels::Pass;
 use crate::math::{Real, Vec3};
+use crate::solver::batch::SharedSlice;
+use crate::solver::levels::Pass;
 use rayon::prelude::*;
 
 /// A line continues through a vertex only along an edge whose rest direction is within this

@@ -6,18 +6,18 @@
 //!   vertices, horizontal at 0.5 m, above a UV sphere (64 segments, 32 rings) of radius 0.3 m
 //!   centred at the origin; 24 fps, 60 frames, the default fabric, no pins.
 //! - [`DemoScene::Walk`]: the mannequin walking in place (skinned and animated by
-//!   [`crate::walk`]) in the same skirt: two cycles of the walk after a half-second pre-roll.
+//!   [`crate::scene::walk`]) in the same skirt: two cycles of the walk after a half-second pre-roll.
 //! - [`write_fitted_skirt`]: any closed, Y-up character (skinned and animated or not) wearing a
-//!   skirt fitted to its waist ([`crate::fit`]), pinned to the body, with a one-second
+//!   skirt fitted to its waist ([`crate::garment::fit`]), pinned to the body, with a one-second
 //!   pre-roll and the timeline of the body's animation, looping.
 
 use std::path::{Path, PathBuf};
 
 use crate::io::gltf_export::{write_static_glb, GltfExportError};
 use crate::math::Real;
+use crate::mesh::shapes::{grid_cloth, mannequin, skirt, uv_sphere, SkirtParams};
 use crate::scene::{BodySpec, GarmentSpec, Pins, Scene, SceneError, Timeline};
-use crate::shapes::{grid_cloth, mannequin, skirt, uv_sphere, SkirtParams};
-use crate::sim::SolverSettings;
+use crate::solver::SolverSettings;
 
 /// Which built-in scene.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -26,7 +26,7 @@ pub enum DemoScene {
     Default,
     /// Cloth dropped on a sphere (the standard benchmark scene).
     SphereDrop,
-    /// The mannequin walking in place ([`crate::walk`]) with the default skirt pinned at its
+    /// The mannequin walking in place ([`crate::scene::walk`]) with the default skirt pinned at its
     /// waist: an animated character whose hands clear its thighs.
     Walk,
 }
@@ -60,7 +60,7 @@ pub enum DemoError {
         /// The body file.
         path: PathBuf,
         /// Why.
-        source: crate::fit::FitError,
+        source: crate::garment::fit::FitError,
     },
     /// The grid size is out of range.
     #[error("--grid {0}: the cloth needs between {min} and {max} vertices per side", min = GRID_RANGE.start(), max = GRID_RANGE.end())]
@@ -156,7 +156,7 @@ pub const WALK_FRAMES: i32 = 58;
 /// walk's first pose over 0.5 s.
 pub const WALK_PREROLL_FRAMES: u32 = 12;
 
-/// Writes the walking mannequin ([`crate::walk`]) wearing a skirt (`params`; the default scene
+/// Writes the walking mannequin ([`crate::scene::walk`]) wearing a skirt (`params`; the default scene
 /// has [`SkirtParams::default`]) pinned at its waistband into `dir`: `walking-mannequin.glb`,
 /// `skirt.glb` and `scene.ron`, two cycles of the looping walk at 24 fps after a half-second
 /// pre-roll. Returns the scene path.
@@ -165,8 +165,8 @@ pub fn write_walk(dir: &Path, params: &SkirtParams) -> Result<PathBuf, DemoError
         path: dir.to_path_buf(),
         source,
     })?;
-    let body = crate::walk::WalkingMannequin::new();
-    crate::walk::write_walking_mannequin(&dir.join(WALK_BODY_FILE), &body)?;
+    let body = crate::scene::walk::WalkingMannequin::new();
+    crate::scene::walk::write_walking_mannequin(&dir.join(WALK_BODY_FILE), &body)?;
     let garment = skirt(params);
     write_static_glb(&dir.join("skirt.glb"), &[&garment.mesh])?;
     let scene = Scene {
@@ -287,7 +287,7 @@ fn pin_phase(
 /// animation loops, and the timeline is that animation's range. Returns the scene path.
 ///
 /// `waist_height_m` places the waistband at that height (m, at the rest pose) instead of the
-/// detected waist ([`crate::fit::find_waist`]).
+/// detected waist ([`crate::garment::fit::find_waist`]).
 pub fn write_fitted_skirt(
     dir: &Path,
     body_glb: &Path,
@@ -299,13 +299,12 @@ pub fn write_fitted_skirt(
         source,
     })?;
     let rig = crate::body::Rig::load(body_glb, None)?;
-    let garment =
-        crate::fit::fit_skirt(rig.rest_mesh(), params, waist_height_m).map_err(|source| {
-            DemoError::Fit {
-                path: body_glb.to_path_buf(),
-                source,
-            }
-        })?;
+    let garment = crate::garment::fit::fit_skirt(rig.rest_mesh(), params, waist_height_m).map_err(
+        |source| DemoError::Fit {
+            path: body_glb.to_path_buf(),
+            source,
+        },
+    )?;
     write_static_glb(&dir.join("skirt.glb"), &[&garment.mesh])?;
     let body_path = std::fs::canonicalize(body_glb).unwrap_or_else(|_| body_glb.to_path_buf());
     let name = body_glb

@@ -2,9 +2,9 @@
 
 use clap::Args;
 use drape::cusick::{cusick_series, CusickOptions, CusickResult, MAX_SPECIMEN_VERTICES};
-use drape::material::Membrane;
+use drape::garment::material::Membrane;
 use drape::preset::Library;
-use drape::sim::StretchSolve;
+use drape::solver::StretchSolve;
 
 /// `drape drape-test` and its options.
 #[derive(Args)]

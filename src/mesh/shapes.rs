@@ -445,7 +445,7 @@ fn head(p: Vec3) -> Real {
     )
 }
 
-/// The mannequin's parts for skinning ([`crate::walk`]): the distances (m) from `p` to the
+/// The mannequin's parts for skinning ([`crate::scene::walk`]): the distances (m) from `p` to the
 /// parts that move together, in the order of [`MannequinPart`]. Each leg is split at the knee
 /// (thigh; shin, calf and foot) and each arm is one part; the torso part holds the neck and the
 /// head. Like [`mannequin_sdf`], only the limbs of `p`'s own side are measured: the other

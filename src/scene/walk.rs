@@ -1,4 +1,4 @@
-//! A walking mannequin made by Drape's own code: the mannequin of [`crate::shapes`], skinned to
+//! A walking mannequin made by Drape's own code: the mannequin of [`crate::mesh::shapes`], skinned to
 //! seven joints and walking in place, for the tests and benchmarks that need an animated
 //! character whose limbs leave room for cloth.
 //!
@@ -14,7 +14,7 @@
 //!
 //! # Rig
 //!
-//! Seven joints, one per [`crate::shapes::MannequinPart`] (in that order, so part `j` follows
+//! Seven joints, one per [`crate::mesh::shapes::MannequinPart`] (in that order, so part `j` follows
 //! joint `j`): the pelvis (the root: torso, neck and head), each hip (the thigh), each knee
 //! (shin, calf and foot) and each shoulder (the whole arm). The skin weights come from the
 //! parts' distances:
@@ -48,11 +48,11 @@ use std::f32::consts::TAU;
 use crate::body::Quat;
 use crate::io::gltf_export::{write_skinned_glb, GltfExportError, SkinJoint, SkinnedMesh};
 use crate::math::{Real, Vec3};
-use crate::mesh::Mesh;
-use crate::shapes::{
+use crate::mesh::shapes::{
     mannequin_hip, mannequin_knee, mannequin_part_distances, mannequin_shoulder,
     mannequin_with_cell, MANNEQUIN_PARTS,
 };
+use crate::mesh::Mesh;
 
 /// One step cycle (left foot forward, back, forward again) (s).
 pub const WALK_PERIOD_S: f32 = 1.2;
@@ -83,7 +83,7 @@ pub struct WalkJoint {
     pub origin_m: Vec3,
 }
 
-/// The rig's joints, in the order of [`crate::shapes::MannequinPart`]; every parent before its
+/// The rig's joints, in the order of [`crate::mesh::shapes::MannequinPart`]; every parent before its
 /// children.
 pub const WALK_JOINTS: [WalkJoint; WALK_JOINT_COUNT] = [
     WalkJoint {

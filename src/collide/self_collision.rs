@@ -3,7 +3,7 @@
 //!
 //! Every garment of a scene is one range of particles in the solver, and all their triangles
 //! go into one collision set, so a garment folding onto itself and two garments pressing on each
-//! other are the same problem. Each substep, after the prediction (stage 3 of [`crate::sim`]):
+//! other are the same problem. Each substep, after the prediction (stage 3 of [`crate::solver`]):
 //!
 //! 1. **Broad phase.** Each triangle's bounding box over the substep's motion (`x_prev` and the
 //!    predicted `x`), grown by the reach `r = thickness + margin`, goes into a [`SpatialHash`],
@@ -1099,7 +1099,7 @@ impl SelfCollision {
     /// particle's `layer` (empty: all 0), the rest positions `rest` (m), the thickness kept
     /// between cloth layers (m) and the extra search margin (m).
     ///
-    /// The caller has checked the indices (the solver does, in [`crate::sim::Solver::new`]).
+    /// The caller has checked the indices (the solver does, in [`crate::solver::Solver::new`]).
     pub fn new(
         triangles: &[[u32; 3]],
         layer: &[i32],
@@ -1311,7 +1311,7 @@ impl SelfCollision {
     }
 
     /// Coulomb friction between the two sides of every contact that pushed in this substep, at
-    /// the velocity level, after `v = (x − x_prev)/h` (stage 6 of [`crate::sim`]); see
+    /// the velocity level, after `v = (x − x_prev)/h` (stage 6 of [`crate::solver`]); see
     /// "Friction" in the module docs. `v` (m/s) is changed in place; `inv_mass` (1/kg) and
     /// `friction` (the fabric's dimensionless coefficient) are per particle; `h` is the substep
     /// (s).

@@ -1,7 +1,7 @@
 //! Two threads through one sweep of the levelled kinds, each waiting only for what it reads.
 //!
 //! A sweep projects the span limits, the stretch, the shear and the bending one after another,
-//! each kind in the levels of its order ([`crate::levels`]). A level is seldom wide enough to be
+//! each kind in the levels of its order ([`crate::solver::levels`]). A level is seldom wide enough to be
 //! worth splitting among threads (a 64 × 64 grid's edges: 24 per level), and a join per level
 //! costs more than the level. But a thread need not wait for the whole level before it: it needs
 //! only the constraints, earlier in the sweep, that share a particle with its own.
@@ -32,8 +32,8 @@
 use std::ops::Range;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use crate::levels::Levels;
 use crate::math::Vec3;
+use crate::solver::levels::Levels;
 
 /// The kinds the pipeline sweeps, in the sweep's order: span limits, stretch, shear, bending.
 pub(crate) const KINDS: usize = 4;
@@ -42,7 +42,7 @@ pub(crate) const KINDS: usize = 4;
 /// would get too little of a level (and a padded tail of lanes per part). On the standard scene
 /// the pipelined projection took 3.2 ms per frame at N = 32 (12 edges per level) against 2.7–2.9
 /// for the vector sweeps, and 7.3–9.4 against 10.2–10.5 at N = 64 (24 per level).
-pub(crate) const MIN_LEVEL_WIDTH: usize = 4 * crate::levels::LANES;
+pub(crate) const MIN_LEVEL_WIDTH: usize = 4 * crate::solver::levels::LANES;
 
 /// Particles per stencil at most (a hinge's four); shorter stencils are padded with
 /// [`NO_PARTICLE`].
@@ -379,7 +379,7 @@ impl Halves {
     /// See [`Halves`].
     pub(crate) fn new(positions: &[Vec3]) -> Self {
         Self {
-            side: crate::batch::slabs_of(positions, 2),
+            side: crate::solver::batch::slabs_of(positions, 2),
         }
     }
 
@@ -425,7 +425,7 @@ pub(crate) fn padded<const K: usize>(particles: [u32; K]) -> [u32; STENCIL] {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::batch::SharedSlice;
+    use crate::solver::batch::SharedSlice;
 
     /// A grid's edges (row by row: each row's horizontal edges, then the vertical ones to the
     /// next row) and triangles, in the mesh's order, with its rest positions.

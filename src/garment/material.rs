@@ -240,46 +240,31 @@ impl Fabric {
 pub const BUILTIN_FABRICS: &[(&str, &str)] = &[
     (
         "cotton_shirting",
-        include_str!("../presets/fabrics/cotton_shirting.ron"),
+        include_str!("../../presets/fabrics/cotton_shirting.ron"),
     ),
-    ("denim", include_str!("../presets/fabrics/denim.ron")),
+    ("denim", include_str!("../../presets/fabrics/denim.ron")),
     (
         "jersey_knit",
-        include_str!("../presets/fabrics/jersey_knit.ron"),
+        include_str!("../../presets/fabrics/jersey_knit.ron"),
     ),
     (
         "wool_suiting",
-        include_str!("../presets/fabrics/wool_suiting.ron"),
+        include_str!("../../presets/fabrics/wool_suiting.ron"),
     ),
-    ("leather", include_str!("../presets/fabrics/leather.ron")),
+    ("leather", include_str!("../../presets/fabrics/leather.ron")),
     (
         "polyester",
-        include_str!("../presets/fabrics/polyester.ron"),
+        include_str!("../../presets/fabrics/polyester.ron"),
     ),
-    ("chiffon", include_str!("../presets/fabrics/chiffon.ron")),
+    ("chiffon", include_str!("../../presets/fabrics/chiffon.ron")),
     (
         "silk_charmeuse",
-        include_str!("../presets/fabrics/silk_charmeuse.ron"),
+        include_str!("../../presets/fabrics/silk_charmeuse.ron"),
     ),
 ];
 
 /// The name of the default fabric preset.
 pub const DEFAULT_FABRIC: &str = "cotton_shirting";
-
-/// A preset that cannot be found, read or used; defined in [`crate::preset`].
-pub use crate::preset::PresetError;
-
-/// Parses and validates a fabric preset from RON text (any supported format version); `name`
-/// labels the text in errors (a file name or a preset name).
-pub fn parse_fabric(name: &str, text: &str) -> Result<Fabric, PresetError> {
-    crate::preset::parse_fabric(text, name)
-}
-
-/// Looks up a built-in fabric preset by name (built-ins only; [`crate::preset::Library`] also
-/// finds the user's presets).
-pub fn builtin_fabric(name: &str) -> Result<Fabric, PresetError> {
-    crate::preset::builtin_fabric(name)
-}
 
 /// Calibration of the dihedral bending constraints against a continuous plate.
 ///
@@ -310,7 +295,7 @@ pub struct ClothConstraints {
     /// Triangles skipped because they have zero rest area.
     pub degenerate_triangles: usize,
     /// How the stretch is discretised: whether `stretch` holds constraints or only the edges
-    /// to measure ([`Membrane`]). Copy it into [`crate::sim::ClothModel::membrane`].
+    /// to measure ([`Membrane`]). Copy it into [`crate::solver::ClothModel::membrane`].
     pub membrane: Membrane,
 }
 
@@ -628,10 +613,11 @@ fn warp_direction(mesh: &Mesh, tri: [u32; 3]) -> Vec3 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::preset::{builtin_fabric, parse_fabric, PresetError};
     use approx::assert_relative_eq;
 
     fn grid(n: u32, size: Real) -> Mesh {
-        crate::shapes::grid_cloth(size, n, 0.0)
+        crate::mesh::shapes::grid_cloth(size, n, 0.0)
     }
 
     #[test]
@@ -743,7 +729,7 @@ mod tests {
         // A right-triangle grid: 3/(27/8) = 8/9 of the plate, converging with resolution.
         let r: Vec<Real> = [17, 33, 65]
             .iter()
-            .map(|&n| cylinder_energy_ratio(crate::shapes::grid_cloth(0.5, n, 0.0), 0.0))
+            .map(|&n| cylinder_energy_ratio(crate::mesh::shapes::grid_cloth(0.5, n, 0.0), 0.0))
             .collect();
         assert!(r[0] < r[1] && r[1] < r[2], "{r:?}");
         assert_relative_eq!(r[2], 8.0 / 9.0, max_relative = 0.02);
@@ -812,7 +798,7 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("denim"));
-        let e = parse_fabric("x", "(density_kg_per_m2: \"heavy\")").unwrap_err();
+        let e = parse_fabric("(density_kg_per_m2: \"heavy\")", "x").unwrap_err();
         assert!(matches!(e, PresetError::Parse { .. }));
     }
 

@@ -4,15 +4,27 @@
 //! the scene file. Every field has a default (`#[serde(default)]`), so older files keep loading;
 //! unknown fields are rejected, so a typo is an error instead of a silently ignored setting.
 //! Validation names the file, the field and the problem.
+//!
+//! Also here: the built-in scenes ([`demo`]), the walking mannequin they use ([`walk`]) and the
+//! exchange of a scene's painted maps through glTF ([`maps`]).
+//!
+//! May import: [`crate::preset`], [`crate::io`], [`crate::paint`], [`crate::solver`],
+//! [`crate::garment`], [`crate::collide`], [`crate::body`], [`crate::mesh`], [`crate::file`],
+//! [`crate::math`].
+
+pub mod demo;
+pub mod maps;
+pub mod walk;
 
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
 use crate::body::{AnimationRef, Playback};
-use crate::material::{builtin_fabric, Fabric, DEFAULT_FABRIC};
+use crate::garment::material::{Fabric, DEFAULT_FABRIC};
 use crate::math::Real;
-use crate::sim::SolverSettings;
+use crate::preset::builtin_fabric;
+use crate::solver::SolverSettings;
 
 /// The most frames one bake may have (about 7 minutes at 24 fps). Every baked frame is kept in
 /// memory and the glTF `weights` animation grows with the square of the frame count.
@@ -212,10 +224,10 @@ pub const MAX_PROXY_VERTICES: u32 = 1_000_000;
 
 impl ProxySpec {
     /// The proxy builder's target.
-    pub fn target(self) -> crate::proxy::ProxyTarget {
+    pub fn target(self) -> crate::garment::proxy::ProxyTarget {
         match self {
-            Self::Vertices(n) => crate::proxy::ProxyTarget::Vertices(n as usize),
-            Self::EdgeLength(l) => crate::proxy::ProxyTarget::EdgeLength(l),
+            Self::Vertices(n) => crate::garment::proxy::ProxyTarget::Vertices(n as usize),
+            Self::EdgeLength(l) => crate::garment::proxy::ProxyTarget::EdgeLength(l),
         }
     }
 }
@@ -242,7 +254,7 @@ impl Default for GarmentSpec {
 impl GarmentSpec {
     /// The fabric this garment uses: the inline override, or the named preset, built in or
     /// from the user library ([`crate::preset::Library::open_default`]).
-    pub fn resolve_fabric(&self) -> Result<Fabric, crate::material::PresetError> {
+    pub fn resolve_fabric(&self) -> Result<Fabric, crate::preset::PresetError> {
         let library = crate::preset::Library::open_default();
         self.resolve_fabric_in(library.as_ref().ok())
     }
@@ -252,7 +264,7 @@ impl GarmentSpec {
     pub fn resolve_fabric_in(
         &self,
         library: Option<&crate::preset::Library>,
-    ) -> Result<Fabric, crate::material::PresetError> {
+    ) -> Result<Fabric, crate::preset::PresetError> {
         match (&self.fabric_override, library) {
             (Some(f), _) => {
                 f.validate()?;
@@ -281,7 +293,7 @@ pub struct Timeline {
     pub end_frame: Option<i32>,
     /// Settle frames simulated before the first frame and not exported: the body blends from
     /// its rest pose into the animation's first pose, and a garment placed slightly inside the
-    /// body is pushed out gently (see [`crate::sim::Solver::set_settling`]).
+    /// body is pushed out gently (see [`crate::solver::Solver::set_settling`]).
     pub preroll_frames: u32,
     /// While settling, how fast a body contact may push a particle out (m/s).
     pub settle_push_speed_m_per_s: Real,
@@ -450,7 +462,7 @@ impl Scene {
             "// Drape scene (format version {}). See docs/scene-format.md.\n{body}\n",
             written.version
         );
-        crate::io::atomic::write_atomic(path, text.as_bytes()).map_err(|source| SceneError::Io {
+        crate::file::atomic::write_atomic(path, text.as_bytes()).map_err(|source| SceneError::Io {
             path: path.to_path_buf(),
             source,
         })
@@ -458,10 +470,7 @@ impl Scene {
 
     /// Resolves a path from the scene file against the scene's folder.
     pub fn resolve(scene_path: &Path, relative: &Path) -> PathBuf {
-        scene_path
-            .parent()
-            .unwrap_or_else(|| Path::new("."))
-            .join(relative)
+        crate::file::resolve(scene_path, relative)
     }
 
     /// Checks every field; the error names the file and the field.

@@ -11,6 +11,15 @@
 //! point `q` and a normal `n` pointing out of the body. The solver then keeps
 //! `C = n·(x − q) − thickness ≥ 0` as an inequality constraint for the rest of the substep
 //! (see [`crate::constraints::solve_contact`]).
+//!
+//! Also here: contacts of body vertices against the cloth ([`body_points`]), cloth against itself
+//! ([`self_collision`]) and the region-travel bound of a moving body ([`travel`]).
+//!
+//! May import: [`crate::math`], [`crate::mesh`], [`crate::constraints`].
+
+pub mod body_points;
+pub mod self_collision;
+pub mod travel;
 
 use std::collections::HashMap;
 
@@ -18,9 +27,9 @@ use parry3d::query::{PointQuery, PointQueryWithLocation, Ray, RayCast};
 use parry3d::shape::{TriMesh, TriMeshFlags, TrianglePointLocation};
 use rayon::prelude::*;
 
+use crate::collide::travel::RegionTravel;
 use crate::math::{Real, Vec3};
 use crate::mesh::Mesh;
-use crate::travel::RegionTravel;
 
 /// A body mesh that cannot be used as a collider.
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -216,7 +225,7 @@ impl BodyCollider {
 
     /// Whether [`Self::set_pose`] refits the BVH on one of rayon's threads while it refreshes
     /// the rest of the surface on another (the same collider either way). Off for a new
-    /// collider; the solver turns it on with [`crate::sim::SolverSettings::parallel`].
+    /// collider; the solver turns it on with [`crate::solver::SolverSettings::parallel`].
     pub fn set_parallel(&mut self, on: bool) {
         self.parallel = on;
     }
@@ -1372,7 +1381,7 @@ mod tests {
 
     /// A closed unit cube centred at the origin, outward winding.
     fn cube() -> Mesh {
-        crate::shapes::cuboid("cube", Vec3::splat(-0.5), Vec3::splat(0.5))
+        crate::mesh::shapes::cuboid("cube", Vec3::splat(-0.5), Vec3::splat(0.5))
     }
 
     /// The candidate loops' own point–triangle distance is parry's: points scattered round
@@ -1441,8 +1450,8 @@ mod tests {
         // A still sphere with a small one closing in on it from +x: its triangles overtake
         // the big sphere's as the nearest for the particles there, while the lists near the
         // still part are charged only their regions' travel (none).
-        let mut pair = crate::shapes::uv_sphere(0.3, 32, 16);
-        let small = crate::shapes::uv_sphere(0.06, 16, 8);
+        let mut pair = crate::mesh::shapes::uv_sphere(0.3, 32, 16);
+        let small = crate::mesh::shapes::uv_sphere(0.06, 16, 8);
         let split = pair.positions.len();
         pair.indices
             .extend(small.indices.iter().map(|t| t.map(|i| i + split as u32)));
@@ -1450,7 +1459,7 @@ mod tests {
         pair.normals = None;
         pair.uvs = None;
         for (name, body) in [
-            ("sphere", crate::shapes::uv_sphere(0.3, 32, 16)),
+            ("sphere", crate::mesh::shapes::uv_sphere(0.3, 32, 16)),
             ("cube", cube()),
             ("pair", pair),
         ] {
@@ -1562,7 +1571,7 @@ mod tests {
     /// another) leaves the collider exactly as the serial one does.
     #[test]
     fn parallel_and_serial_pose_updates_agree_bit_for_bit() {
-        let m = crate::shapes::uv_sphere(0.3, 24, 12);
+        let m = crate::mesh::shapes::uv_sphere(0.3, 24, 12);
         let (mut serial, mut parallel) = (
             BodyCollider::new(&m).unwrap(),
             BodyCollider::new(&m).unwrap(),
@@ -1752,7 +1761,7 @@ mod tests {
         // once its candidate list serves it (the static body's shortcut for lists whose faces
         // all face one way must not apply here). A particle above the upper box's top has one.
         let lower = cube();
-        let upper = crate::shapes::cuboid(
+        let upper = crate::mesh::shapes::cuboid(
             "upper",
             Vec3::new(-0.5, 0.52, -0.5),
             Vec3::new(0.5, 1.52, 0.5),

@@ -28,7 +28,7 @@
 //! colouring 17.7 %, these parts 29 % (two parts split by index: 27 %; projecting the cut four
 //! times per sweep: 24–29 %); at 20 substeps 3.8 % against 11.3 %, at 40 substeps 1.7 % against
 //! 3.4 %. So the batched projection is off by default
-//! ([`crate::sim::SolverSettings::parallel_projection`]): on two cores it cannot buy back with
+//! ([`crate::solver::SolverSettings::parallel_projection`]): on two cores it cannot buy back with
 //! speed the substeps its order costs. docs/solver.md has the figures and what to try next.
 //!
 //! The result does not depend on how many threads run it or how rayon schedules them: every
@@ -355,8 +355,8 @@ impl SharedSlice<'_, Vec3> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::mesh::shapes::grid_cloth;
     use crate::mesh::Topology;
-    use crate::shapes::grid_cloth;
 
     #[test]
     fn grid_edges_triangles_and_hinges_colour_validly_and_few() {

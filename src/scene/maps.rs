@@ -4,10 +4,10 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{GarmentMaps, MapError, VertexMaps};
 use crate::io::gltf_export::{write_painted_glb, GltfExportError, PaintedMesh};
 use crate::io::gltf_import::{load_mesh, load_mesh_with_maps, GltfImportError};
 use crate::math::Real;
+use crate::paint::{GarmentMaps, MapError, VertexMaps};
 use crate::scene::{Scene, SceneError};
 
 /// How far (m) an imported vertex may lie from the garment's render vertex of the same index:

@@ -88,7 +88,7 @@ pub struct StageMs {
 }
 
 /// Milliseconds spent projecting each kind of constraint over the whole bake
-/// ([`crate::sim::ProjectTimes`]).
+/// ([`crate::solver::ProjectTimes`]).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct ProjectMs {
@@ -336,7 +336,7 @@ mod tests {
     /// cells. It is now tested by bounding box, and still found.
     #[test]
     fn huge_triangle_among_small_ones() {
-        let mut grid = crate::shapes::grid_cloth(1.0, 20, 0.0);
+        let mut grid = crate::mesh::shapes::grid_cloth(1.0, 20, 0.0);
         let base = grid.positions.len() as u32;
         grid.positions.extend([
             Vec3::new(0.013, -500.0, -500.0),
@@ -351,7 +351,7 @@ mod tests {
 
     #[test]
     fn flat_grid_has_none_and_stretch_is_measured() {
-        let grid = crate::shapes::grid_cloth(7.0, 8, 0.0);
+        let grid = crate::mesh::shapes::grid_cloth(7.0, 8, 0.0);
         let (x, tris) = (grid.positions, grid.indices);
         assert_eq!(count_self_intersections(&x, &tris), 0);
         let (max, mean) = edge_stretch(&x, [([0u32, 1u32], 0.5), ([1, 2], 1.0)].into_iter());

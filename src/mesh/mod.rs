@@ -9,6 +9,13 @@
 //! [`Topology`] lists the unique edges, the triangles on each edge, the bend pairs (two triangles
 //! that share an interior edge) and the boundary edges. [`QualityReport`] finds zero-area
 //! triangles, non-manifold edges and duplicate vertices, and turns them into errors or warnings.
+//!
+//! [`shapes`] builds procedural meshes (grids, spheres, skirts, the mannequin) for the built-in
+//! scenes, the tests and the benchmarks.
+//!
+//! May import: [`crate::math`] only.
+
+pub mod shapes;
 
 use std::collections::HashMap;
 

@@ -5,31 +5,38 @@
 //! frame at a time, records every garment's render positions per frame and measures each frame
 //! (DESIGN §3). Progress is reported through a callback and the bake can be cancelled between
 //! frames; a cancelled bake keeps the frames it finished.
+//!
+//! [`stats`] measures each frame and writes the JSON stats report.
+//!
+//! May import every simulation layer below it: [`crate::scene`], [`crate::io`], [`crate::solver`],
+//! [`crate::garment`], [`crate::paint`], [`crate::collide`], [`crate::body`] and the rest.
+
+pub mod stats;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::binding::Binding;
+use crate::bake::stats::{
+    count_self_intersections, edge_stretch, ConstraintCounts, FrameStats, ProjectMs, StageMs, Stats,
+};
 use crate::body::{BodyError, Playback, Pose, Rig};
 use crate::collide::{measure_penetrations, BodyCollider, ColliderError};
 use crate::constraints::Attachment;
-use crate::io::gltf_import::{load_mesh_with_warnings, GltfImportError};
-use crate::material::{
+use crate::garment::binding::Binding;
+use crate::garment::material::{
     build_cloth_oriented, build_span_limits, build_tethers, warp_directions_from, Fabric,
 };
+use crate::garment::proxy::{build_proxy, ProxyQuality};
+use crate::io::gltf_import::{load_mesh_with_warnings, GltfImportError};
 use crate::math::{Real, Vec3};
 use crate::mesh::{weld, Mesh, MeshError, QualityReport, Severity, Topology, Welded};
-use crate::proxy::{build_proxy, ProxyQuality};
 use crate::scene::{
     suggested_unit_scale, GarmentSpec, PinTarget, Pins, Scene, SceneError, AUTO_BIND_DISTANCE_M,
     MAX_FRAMES, MAX_PLAUSIBLE_BODY_M, MIN_PLAUSIBLE_BODY_M,
 };
-use crate::sim::{Anchored, BodyBinding, BodyMotion, ClothModel, Pin, SimError, Solver};
-use crate::stats::{
-    count_self_intersections, edge_stretch, ConstraintCounts, FrameStats, ProjectMs, StageMs, Stats,
-};
+use crate::solver::{Anchored, BodyBinding, BodyMotion, ClothModel, Pin, SimError, Solver};
 
 /// Why a scene could not be baked.
 #[derive(Debug, thiserror::Error)]
@@ -125,7 +132,7 @@ pub struct LoadedGarment {
     /// Adjacency of the simulation mesh ([`LoadedGarment::sim_mesh`]).
     pub topology: Topology,
     /// The fabric's warp direction on each simulation triangle, from the render mesh's UVs
-    /// (see [`crate::material::warp_directions_from`]); `None` without UVs (world X is used).
+    /// (see [`crate::garment::material::warp_directions_from`]); `None` without UVs (world X is used).
     pub warps: Option<Vec<Vec3>>,
     /// Simulation-mesh vertex indices that are hard-pinned.
     pub pinned: Vec<u32>,
@@ -1347,7 +1354,7 @@ pub fn bake_at(
     for k in 0..total {
         let frame = start_frame.saturating_add(k as i32);
         let report = if k == 0 {
-            crate::sim::FrameReport::default()
+            crate::solver::FrameReport::default()
         } else {
             let t = Instant::now();
             let r = solver.step_frame(dt).map_err(|e| sim_err(frame, e))?;

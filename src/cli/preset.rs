@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand, ValueEnum};
-use drape::material::DEFAULT_FABRIC;
+use drape::garment::material::DEFAULT_FABRIC;
 use drape::preset::{Library, PresetError, PresetKind, DEFAULT_SOLVER, PRESET_VERSION};
 
 /// `drape preset` and its options.

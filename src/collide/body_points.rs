@@ -40,9 +40,9 @@
 //! 14 % (frames above 20 %: 86 → 13); at 20 substeps it went from 7.7 % to 10.9 % (frames
 //! above 20 %: 9 → 12), pinches being sensitive to any change.
 
+use crate::collide::self_collision::{closest_on_triangle, Aabb, SpatialHash};
 use crate::collide::BodyCollider;
 use crate::math::{Real, Vec3};
-use crate::self_collision::{closest_on_triangle, Aabb, SpatialHash};
 
 /// One body-vertex contact, valid for one substep. 44 bytes.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -284,7 +284,7 @@ fn mean_edge_length(x: &[Vec3], triangles: &[[u32; 3]]) -> Real {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::shapes::uv_sphere;
+    use crate::mesh::shapes::uv_sphere;
 
     fn sharp(radius_m: Real, edge_m: Real) -> usize {
         let ball = uv_sphere(radius_m, 32, 16);

@@ -438,7 +438,7 @@ mod tests {
     #[test]
     fn parallel_deform_matches_the_serial_loop() {
         let grid = |n: u32| {
-            let mut m = crate::shapes::grid_cloth(1.0, n, 0.0);
+            let mut m = crate::mesh::shapes::grid_cloth(1.0, n, 0.0);
             for p in &mut m.positions {
                 p.y = 0.05 * (3.0 * p.x).sin() * (2.0 * p.z).cos();
             }

@@ -264,7 +264,7 @@ fn bounds(points: impl Iterator<Item = Vec3>) -> [Vec3; 2] {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::shapes::uv_sphere;
+    use crate::mesh::shapes::uv_sphere;
 
     #[test]
     fn regions_cover_every_triangle_and_split_evenly() {
@@ -287,7 +287,7 @@ mod tests {
         }
         assert!(seen.iter().all(|&s| s));
         // A 6-triangle body is one region.
-        let cube = crate::shapes::uv_sphere(0.1, 3, 2);
+        let cube = crate::mesh::shapes::uv_sphere(0.1, 3, 2);
         assert_eq!(
             RegionTravel::new(&cube.positions, &cube.indices).regions(),
             1

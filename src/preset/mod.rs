@@ -23,13 +23,13 @@
 //!   value). Every numeric fabric field must be given; `name` and `source` may be left out.
 //!   Missing solver settings take their defaults, as in a scene's `solver`.
 //! - **Validation** names the file, the field, the value and the allowed range (fabric ranges in
-//!   [`crate::material::FABRIC_RANGES`], solver ranges in [`SolverSettings::validate`]).
+//!   [`crate::garment::material::FABRIC_RANGES`], solver ranges in [`SolverSettings::validate`]).
 //! - **Built-ins** are compiled in from `presets/fabrics/` ([`BUILTIN_FABRICS`]) and
 //!   `presets/solver/` ([`BUILTIN_SOLVERS`]) and are read-only.
 //! - **The user library** ([`Library`]) is a folder: `DRAPE_PRESET_DIR` when set, else
 //!   `presets/` in the platform's config folder (see [`Library::open_default`]), holding
 //!   `fabrics/NAME.ron` and `solver/NAME.ron`. Names are 1 to 64 characters from `a-z`, `0-9`,
-//!   `_` and `-`. Writes are atomic ([`crate::io::atomic`]). A user preset can never take the
+//!   `_` and `-`. Writes are atomic ([`crate::file::atomic`]). A user preset can never take the
 //!   name of a built-in one (of either kind), and never replaces another user preset unless
 //!   asked to overwrite.
 //!
@@ -42,10 +42,10 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-pub use crate::material::BUILTIN_FABRICS;
-use crate::material::{Fabric, FabricError};
+pub use crate::garment::material::BUILTIN_FABRICS;
+use crate::garment::material::{Fabric, FabricError};
 use crate::math::Real;
-use crate::sim::{SimError, SolverSettings};
+use crate::solver::{SimError, SolverSettings};
 
 mod library;
 pub use library::Library;
@@ -63,12 +63,12 @@ const MAX_FILE_BYTES: u64 = 1 << 20;
 
 /// The built-in solver presets: `(name, RON text)`, compiled in from `presets/solver/`.
 pub const BUILTIN_SOLVERS: &[(&str, &str)] = &[
-    ("preview", include_str!("../presets/solver/preview.ron")),
+    ("preview", include_str!("../../presets/solver/preview.ron")),
     (
         "production",
-        include_str!("../presets/solver/production.ron"),
+        include_str!("../../presets/solver/production.ron"),
     ),
-    ("final", include_str!("../presets/solver/final.ron")),
+    ("final", include_str!("../../presets/solver/final.ron")),
 ];
 
 /// The name of the default solver preset (equal to [`SolverSettings::default`]).
