@@ -1,6 +1,6 @@
 //! Reading a [`Rig`] from a glTF file: nodes, skins, mesh instances and animations, each checked.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Mutex;
 
 use gltf::animation::{Interpolation as GltfInterpolation, Property as GltfProperty};
@@ -9,7 +9,7 @@ use gltf::scene::Transform;
 use crate::body::anim::{self, Channel, Clip, Interpolation, Property};
 use crate::body::parts;
 use crate::body::skin::{self, Scratch, SkinData};
-use crate::body::{AnimationInfo, BodyError, BodyPart, Mat4, Node, Quat, Rig, Skin};
+use crate::body::{AnimationInfo, BodyError, BodyPart, Ctx, Mat4, Node, Quat, Rig, Skin};
 use crate::file::gltf::{self as gltf_common, GltfFile};
 use crate::math::{Mat3, Vec3};
 use crate::mesh::Mesh;
@@ -62,27 +62,6 @@ pub(super) fn load(path: &Path, mesh_name: Option<&str>) -> Result<Rig, BodyErro
     };
     rig.rest_mesh = rest_mesh(&rig)?;
     Ok(rig)
-}
-
-/// The file, for error messages (full path) and warnings (file name).
-pub(super) struct Ctx<'a> {
-    /// The file.
-    pub path: &'a Path,
-    /// Its file name.
-    pub label: String,
-}
-
-impl Ctx<'_> {
-    pub fn malformed(&self, reason: impl Into<String>) -> BodyError {
-        BodyError::Malformed {
-            path: self.path.to_path_buf(),
-            reason: reason.into(),
-        }
-    }
-
-    pub fn path(&self) -> PathBuf {
-        self.path.to_path_buf()
-    }
 }
 
 /// Decomposes a node matrix into translation, rotation and scale; `false` when `T · R · S`

@@ -505,3 +505,24 @@ impl Rig {
         self.hot.run(&self.parts, globals, pose, &mut joints, out);
     }
 }
+
+/// The file, for error messages (full path) and warnings (file name).
+struct Ctx<'a> {
+    /// The file.
+    pub path: &'a Path,
+    /// Its file name.
+    pub label: String,
+}
+
+impl Ctx<'_> {
+    pub fn malformed(&self, reason: impl Into<String>) -> BodyError {
+        BodyError::Malformed {
+            path: self.path.to_path_buf(),
+            reason: reason.into(),
+        }
+    }
+
+    pub fn path(&self) -> PathBuf {
+        self.path.to_path_buf()
+    }
+}

@@ -15,8 +15,7 @@
 use gltf::mesh::Mode;
 use gltf::Semantic;
 
-use crate::body::load::Ctx;
-use crate::body::{BodyError, BodyPart, Node, Skin};
+use crate::body::{BodyError, BodyPart, Ctx, Node, Skin};
 use crate::file::gltf::{self as gltf_common, GltfFile, REEXPORT};
 use crate::math::{Vec2, Vec3};
 use crate::mesh::Mesh;

@@ -402,7 +402,7 @@ pub(crate) fn project_span_limits<P: Positions>(
 }
 
 /// Projects a run of span limits that share no particle: lanes, and the tail one at a time.
-fn span_run<P: Positions>(x: P, w: &[Real], c: &[SpanLimit], l: &mut [Real]) {
+pub(crate) fn span_run<P: Positions>(x: P, w: &[Real], c: &[SpanLimit], l: &mut [Real]) {
     let mut chunks = c.chunks_exact(LANES).zip(l.chunks_exact_mut(LANES));
     for (c, l) in &mut chunks {
         span_lanes(x, w, c, l);
@@ -420,65 +420,6 @@ fn span_run<P: Positions>(x: P, w: &[Real], c: &[SpanLimit], l: &mut [Real]) {
             }
         }
     }
-}
-
-/// The four kinds' sorted lists and multipliers for [`project_pipelined`], in the sweep's
-/// order.
-pub(crate) struct Kinds<'a> {
-    pub span_limits: (&'a [SpanLimit], &'a mut [Real]),
-    pub stretch: (&'a [Distance], &'a mut [Real]),
-    pub shear: (&'a [Shear], &'a mut [Real]),
-    pub bend: (&'a [Bend], &'a mut [Real]),
-}
-
-/// Projects the span limits, stretch, shear and bending once, on two threads through the
-/// `pipeline`'s parts ([`crate::solver::pipeline`]): bit for bit the serial sweep of each list in its
-/// order, the kinds one after another (the levels run backward when `pass.reverse`). Each list
-/// is sorted into the levels the pipeline was built from. Returns the counts of the stretch,
-/// shear and bending (span limits count nothing).
-pub(crate) fn project_pipelined<P: Positions>(
-    x: P,
-    w: &[Real],
-    kinds: Kinds<'_>,
-    pipeline: &mut crate::solver::pipeline::Pipeline,
-    pass: Pass,
-    stretch: StretchPass,
-) -> [Counts; 3] {
-    let Kinds {
-        span_limits: (span, l_span),
-        stretch: (edges, l_stretch),
-        shear: (shear, l_shear),
-        bend: (bend, l_bend),
-    } = kinds;
-    let (l_span, l_stretch) = (SharedSlice::new(l_span), SharedSlice::new(l_stretch));
-    let (l_shear, l_bend) = (SharedSlice::new(l_shear), SharedSlice::new(l_bend));
-    let counts = pipeline.sweep(pass.reverse, |part, acc: &mut [Counts; 3]| {
-        let r = part.range();
-        // SAFETY: the parts running at once on the two threads share no particle (a part
-        // waits for every earlier part of the other thread that shares one, and a level's two
-        // parts share none) and cover distinct ranges of each list, so no element of `x` or of
-        // a multiplier list is used by both; the indices were checked when the solver was
-        // built, and `range_mut` checks the range.
-        unsafe {
-            match part.kind {
-                0 => span_run(x, w, &span[r.clone()], l_span.range_mut(r)),
-                1 => {
-                    let l = l_stretch.range_mut(r.clone());
-                    acc[0] = acc[0].merge(stretch_run(x, w, &edges[r], l, pass.h, stretch));
-                }
-                2 => {
-                    let d = shear_run(x, w, &shear[r.clone()], l_shear.range_mut(r), pass.h);
-                    acc[1] = acc[1].merge(Counts::skipped(d));
-                }
-                _ => {
-                    let d = bend_run(x, w, &bend[r.clone()], l_bend.range_mut(r), pass.h);
-                    acc[2] = acc[2].merge(Counts::skipped(d));
-                }
-            }
-        }
-    });
-    let [a, b] = counts;
-    [0, 1, 2].map(|k| a[k].merge(b[k]))
 }
 
 /// Runs `run` over each level of `items`, in order or backward; a large level in chunks on
@@ -708,7 +649,7 @@ unsafe fn scatter<P: Positions, const K: usize>(
 /// bytes (`Vec4`, the inverse mass in `w`) that [`LANES`] particles are read from with four
 /// aligned loads and one 4 × 4 transpose instead of four scalar loads for every component and
 /// the inverse mass, and updated with one read-modify-write each instead of three
-/// ([`project_pipelined`]). The arithmetic is the same, component by
+/// ([`crate::solver::pipeline::project_pipelined`]). The arithmetic is the same, component by
 /// component, so both give the same numbers, bit for bit.
 pub(crate) trait Positions: Copy + Send + Sync {
     /// The position of particle `i`.
@@ -842,7 +783,13 @@ fn step(
 }
 
 /// Projects `c` (one level's constraints, or a chunk of one) with its multipliers `l`.
-fn shear_run<P: Positions>(x: P, w: &[Real], c: &[Shear], l: &mut [Real], h: Real) -> u64 {
+pub(crate) fn shear_run<P: Positions>(
+    x: P,
+    w: &[Real],
+    c: &[Shear],
+    l: &mut [Real],
+    h: Real,
+) -> u64 {
     let mut degenerate = 0;
     let mut chunks = c.chunks_exact(LANES).zip(l.chunks_exact_mut(LANES));
     for (c, l) in &mut chunks {
@@ -977,7 +924,7 @@ fn shear_lanes<P: Positions>(
 }
 
 /// As [`shear_run`], for bending.
-fn bend_run<P: Positions>(x: P, w: &[Real], c: &[Bend], l: &mut [Real], h: Real) -> u64 {
+pub(crate) fn bend_run<P: Positions>(x: P, w: &[Real], c: &[Bend], l: &mut [Real], h: Real) -> u64 {
     let mut degenerate = 0;
     let mut chunks = c.chunks_exact(LANES).zip(l.chunks_exact_mut(LANES));
     for (c, l) in &mut chunks {
@@ -1062,7 +1009,7 @@ fn bend_lanes<P: Positions>(
 }
 
 /// As [`shear_run`], for the stretch.
-fn stretch_run<P: Positions>(
+pub(crate) fn stretch_run<P: Positions>(
     x: P,
     w: &[Real],
     c: &[Distance],

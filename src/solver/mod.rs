@@ -78,9 +78,9 @@ pub use crate::garment::material::Membrane;
 use crate::math::{Real, Vec3, Vec4};
 use crate::solver::global_stretch::{GlobalBend, GlobalShear, GlobalStretch};
 use crate::solver::line_stretch::LineStretch;
-use crate::solver::pipeline::{Halves, Pipeline};
 use batch::{Batching, SharedSlice};
 use levels::{Counts, Levels, Positions};
+use pipeline::{Halves, Pipeline};
 
 /// Most substeps per frame.
 pub const MAX_SUBSTEPS: u32 = 1000;
@@ -1627,53 +1627,29 @@ impl Solver {
         }
     }
 
+    /// One substep of `h` s: the stages of the module doc, in order, each timed in
+    /// [`StageTimes`].
     fn substep(&mut self, h: Real, report: &mut FrameReport) -> Result<(), SubstepFailure> {
         report.substeps += 1;
+        self.kinematics(h)?;
+        self.predict(h)?;
+        self.find_contacts();
+        self.reset_multipliers(h, report);
+        self.project(h, report);
+        self.update_velocities(h);
+        self.check()
+    }
+
+    /// Stage 1, kinematics: poses an animated body at the substep's end time, refits its
+    /// collider and re-evaluates the targets bound to it.
+    fn kinematics(&mut self, h: Real) -> Result<(), SubstepFailure> {
         let Self {
-            settings,
-            particles: p,
             model,
             body,
             motion,
             body_positions,
-            settle_push_m_per_s,
             time_s,
-            rest_area2,
-            lambda_stretch,
-            lambda_shear,
-            lambda_bend,
-            lambda_attach,
-            lambda_tether,
-            lambda_span,
-            contacts,
-            lambda_contact,
-            contacts_h,
-            friction_used,
-            proximity,
-            motion_m,
-            move2,
-            neighbours,
-            damping_factor,
-            damping_h,
-            self_collision,
-            body_vertex,
-            drag,
-            drag_point,
-            lambda_drag,
             times,
-            batches,
-            shear_levels,
-            bend_levels,
-            stretch_levels,
-            span_levels,
-            pipeline,
-            positions4,
-            tethers_apart,
-            global_stretch,
-            line_stretch,
-            global_bend,
-            global_shear,
-            warm_h,
             ..
         } = self;
 
@@ -1687,6 +1663,28 @@ impl Solver {
             model.update_bound_targets(collider);
         }
         times.kinematics += t.elapsed();
+        Ok(())
+    }
+
+    /// Stage 2, predict: `x_prev = x`, then `v += h·g` and `x += h·v` for free particles; hard
+    /// pins go to their targets. Also the predicted move's friction and each particle's
+    /// reach for the contact search.
+    fn predict(&mut self, h: Real) -> Result<(), SubstepFailure> {
+        let Self {
+            settings,
+            particles: p,
+            model,
+            body,
+            contacts,
+            lambda_contact,
+            contacts_h,
+            friction_used,
+            motion_m,
+            move2,
+            neighbours,
+            times,
+            ..
+        } = self;
 
         // 2. Predict; hard pins go to their targets, so their velocity is the target's.
         let t = Instant::now();
@@ -1754,6 +1752,24 @@ impl Solver {
             moves_of_neighbours(move2, neighbours, motion_m, settings.parallel);
         }
         times.predict += t.elapsed();
+        Ok(())
+    }
+
+    /// Stage 3, contacts: against the body (and its vertices), and of the cloth with itself.
+    fn find_contacts(&mut self) {
+        let Self {
+            settings,
+            particles: p,
+            model,
+            body,
+            contacts,
+            proximity,
+            motion_m,
+            self_collision,
+            body_vertex,
+            times,
+            ..
+        } = self;
 
         // 3. Contacts.
         let t = Instant::now();
@@ -1788,6 +1804,29 @@ impl Solver {
             body_vertex.clear();
         }
         times.contacts += t.elapsed();
+    }
+
+    /// Stage 4, reset: the multipliers from zero (or warm-started), the drag point moved.
+    fn reset_multipliers(&mut self, h: Real, report: &mut FrameReport) {
+        let Self {
+            settings,
+            particles: p,
+            model,
+            lambda_stretch,
+            lambda_shear,
+            lambda_bend,
+            lambda_attach,
+            lambda_tether,
+            lambda_span,
+            contacts,
+            lambda_contact,
+            drag,
+            drag_point,
+            lambda_drag,
+            warm_h,
+            times,
+            ..
+        } = self;
 
         // 4. Multipliers: from zero, or warm-started from the previous substep's.
         let t = Instant::now();
@@ -1829,8 +1868,50 @@ impl Solver {
         }
         lambda_contact.clear();
         lambda_contact.resize(contacts.len(), 0.0);
+        // Timed with the projection, as [`StageTimes::project`] says.
+        times.project += t.elapsed();
+    }
+
+    /// Stage 5, project: `iterations` symmetric Gauss–Seidel passes over every constraint.
+    fn project(&mut self, h: Real, report: &mut FrameReport) {
+        let Self {
+            settings,
+            particles: p,
+            model,
+            body,
+            settle_push_m_per_s,
+            lambda_stretch,
+            lambda_shear,
+            lambda_bend,
+            lambda_attach,
+            lambda_tether,
+            lambda_span,
+            contacts,
+            lambda_contact,
+            self_collision,
+            body_vertex,
+            drag,
+            drag_point,
+            lambda_drag,
+            times,
+            batches,
+            shear_levels,
+            bend_levels,
+            stretch_levels,
+            span_levels,
+            pipeline,
+            positions4,
+            tethers_apart,
+            global_stretch,
+            line_stretch,
+            global_bend,
+            global_shear,
+            ..
+        } = self;
 
         // 5. Project.
+        let t = Instant::now();
+        let vertex_contacts = settings.body_vertex_contacts && body.is_some();
         // Per contact projection; a substep projects each contact 2·iterations times.
         let max_push = settle_push_m_per_s.map(|v| v * h / (2 * settings.iterations) as Real);
         let x = &mut p.x;
@@ -1889,7 +1970,7 @@ impl Solver {
                 residual: last,
             };
             if let Some(pipeline) = pipeline.as_mut() {
-                let lists = levels::Kinds {
+                let lists = pipeline::Kinds {
                     span_limits: (&model.span_limits, &mut lambda_span[..]),
                     stretch: (&model.stretch, &mut lambda_stretch[..]),
                     shear: (&model.shear, &mut lambda_shear[..]),
@@ -1899,7 +1980,7 @@ impl Solver {
                 levels::pad_positions(positions4, x, w);
                 let xs = SharedSlice::new(&mut positions4[..]);
                 let [stretch, shear, bend] =
-                    levels::project_pipelined(xs, w, lists, pipeline, pass, relax);
+                    pipeline::project_pipelined(xs, w, lists, pipeline, pass, relax);
                 levels::unpad_positions(x, positions4);
                 if last {
                     report.max_residual_m = stretch.max_residual_m;
@@ -2035,6 +2116,24 @@ impl Solver {
             + self_contacts;
         report.projections += (sweeps as u64) * per_sweep as u64;
         times.project += t.elapsed();
+    }
+
+    /// Stage 6, velocities from positions, then Coulomb friction and damping.
+    fn update_velocities(&mut self, h: Real) {
+        let Self {
+            settings,
+            particles: p,
+            model,
+            contacts,
+            lambda_contact,
+            contacts_h,
+            friction_used,
+            damping_factor,
+            damping_h,
+            self_collision,
+            times,
+            ..
+        } = self;
 
         // 6. Velocities, then friction against the body at the velocity level: the velocity
         // relative to the body surface loses its tangential part up to μ times the normal
@@ -2089,6 +2188,20 @@ impl Solver {
             p.v.iter_mut().zip(damping_factor.iter()).for_each(damp);
         }
         times.velocities += t.elapsed();
+    }
+
+    /// Stage 7, check: non-finite values, overstretch, deep penetration, flipped triangles.
+    fn check(&mut self) -> Result<(), SubstepFailure> {
+        let Self {
+            settings,
+            particles: p,
+            model,
+            settle_push_m_per_s,
+            rest_area2,
+            contacts,
+            times,
+            ..
+        } = self;
 
         // 7. Check.
         let t = Instant::now();

@@ -32,8 +32,12 @@
 use std::ops::Range;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use crate::math::Vec3;
-use crate::solver::levels::Levels;
+use crate::constraints::{Bend, Distance, Shear, SpanLimit};
+use crate::math::{Real, Vec3};
+use crate::solver::batch::SharedSlice;
+use crate::solver::levels::{
+    bend_run, shear_run, span_run, stretch_run, Counts, Levels, Pass, Positions, StretchPass,
+};
 
 /// The kinds the pipeline sweeps, in the sweep's order: span limits, stretch, shear, bending.
 pub(crate) const KINDS: usize = 4;
@@ -420,6 +424,65 @@ pub(crate) fn padded<const K: usize>(particles: [u32; K]) -> [u32; STENCIL] {
     let mut s = [NO_PARTICLE; STENCIL];
     s[..K].copy_from_slice(&particles);
     s
+}
+
+/// The four kinds' sorted lists and multipliers for [`project_pipelined`], in the sweep's
+/// order.
+pub(crate) struct Kinds<'a> {
+    pub span_limits: (&'a [SpanLimit], &'a mut [Real]),
+    pub stretch: (&'a [Distance], &'a mut [Real]),
+    pub shear: (&'a [Shear], &'a mut [Real]),
+    pub bend: (&'a [Bend], &'a mut [Real]),
+}
+
+/// Projects the span limits, stretch, shear and bending once, on two threads through the
+/// `pipeline`'s parts: bit for bit the serial sweep of each list in its
+/// order, the kinds one after another (the levels run backward when `pass.reverse`). Each list
+/// is sorted into the levels the pipeline was built from. Returns the counts of the stretch,
+/// shear and bending (span limits count nothing).
+pub(crate) fn project_pipelined<P: Positions>(
+    x: P,
+    w: &[Real],
+    kinds: Kinds<'_>,
+    pipeline: &mut Pipeline,
+    pass: Pass,
+    stretch: StretchPass,
+) -> [Counts; 3] {
+    let Kinds {
+        span_limits: (span, l_span),
+        stretch: (edges, l_stretch),
+        shear: (shear, l_shear),
+        bend: (bend, l_bend),
+    } = kinds;
+    let (l_span, l_stretch) = (SharedSlice::new(l_span), SharedSlice::new(l_stretch));
+    let (l_shear, l_bend) = (SharedSlice::new(l_shear), SharedSlice::new(l_bend));
+    let counts = pipeline.sweep(pass.reverse, |part, acc: &mut [Counts; 3]| {
+        let r = part.range();
+        // SAFETY: the parts running at once on the two threads share no particle (a part
+        // waits for every earlier part of the other thread that shares one, and a level's two
+        // parts share none) and cover distinct ranges of each list, so no element of `x` or of
+        // a multiplier list is used by both; the indices were checked when the solver was
+        // built, and `range_mut` checks the range.
+        unsafe {
+            match part.kind {
+                0 => span_run(x, w, &span[r.clone()], l_span.range_mut(r)),
+                1 => {
+                    let l = l_stretch.range_mut(r.clone());
+                    acc[0] = acc[0].merge(stretch_run(x, w, &edges[r], l, pass.h, stretch));
+                }
+                2 => {
+                    let d = shear_run(x, w, &shear[r.clone()], l_shear.range_mut(r), pass.h);
+                    acc[1] = acc[1].merge(Counts::skipped(d));
+                }
+                _ => {
+                    let d = bend_run(x, w, &bend[r.clone()], l_bend.range_mut(r), pass.h);
+                    acc[2] = acc[2].merge(Counts::skipped(d));
+                }
+            }
+        }
+    });
+    let [a, b] = counts;
+    [0, 1, 2].map(|k| a[k].merge(b[k]))
 }
 
 #[cfg(test)]
