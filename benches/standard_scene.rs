@@ -157,13 +157,7 @@ fn throughput(_c: &mut Criterion) {
     for n in [32u32, 64, 128, 256] {
         let dir = tempfile::tempdir().expect("temp dir");
         let loaded = load(n, dir.path());
-        for mode in [
-            "one at a time",
-            "vector sweeps",
-            "pipelined",
-            "batched",
-            "lines",
-        ] {
+        for mode in ["one at a time", "vector sweeps", "pipelined", "lines"] {
             let body = loaded.body_collider().expect("collider");
             let (model, _) = loaded.build_model(body.as_ref());
             let mut settings = loaded.scene.solver.clone();
@@ -172,8 +166,7 @@ fn throughput(_c: &mut Criterion) {
             } else {
                 StretchSolve::Sweep
             };
-            settings.parallel_projection = mode == "batched";
-            settings.vector_sweeps = mode != "one at a time" && mode != "batched";
+            settings.vector_sweeps = mode != "one at a time";
             settings.pipelined_sweeps = mode == "pipelined";
             let mut s = Solver::new(settings, model, body).expect("solver");
             let (mut projections, mut frames) = (0u64, 0u32);

@@ -181,10 +181,51 @@ fn undo_restores_a_property_change() {
     assert_eq!(h.state().doc.scene.solver.substeps, 7);
 }
 
+/// Opens the solver panel's "Advanced" section (closed by default).
+fn open_advanced(h: &mut Harness<'static, DrapeApp>) {
+    assert!(
+        h.query_by_label("Line passes").is_none(),
+        "the advanced settings show before \"Advanced\" is opened"
+    );
+    h.get_by_label("Advanced").click();
+    h.run_steps(2);
+}
+
+/// The short solver panel: the quality preset replaces the settings with a built-in solver
+/// preset's (undoable), and the self-collision check box is there without opening "Advanced".
+#[test]
+fn the_quality_preset_and_self_collision_edit_the_scene_and_undo_restores_them() {
+    let mut h = harness(None);
+    loaded(&mut h);
+    let production = drape::preset::builtin_solver("production").unwrap();
+    let preview = drape::preset::builtin_solver("preview").unwrap();
+    assert_eq!(h.state().doc.scene.solver, production);
+    h.get_by_label("Quality").click();
+    h.run_steps(2);
+    h.get_by_label("preview").click();
+    h.run_steps(2);
+    assert_eq!(h.state().doc.scene.solver, preview);
+    assert_eq!(h.state().doc.scene.solver.substeps, 8);
+    assert!(h.state().doc.dirty);
+    wait_until(&mut h, "the rebuilt solver", |a| a.live.is_some());
+    h.state_mut().undo();
+    h.run_steps(2);
+    assert_eq!(h.state().doc.scene.solver, production);
+    assert!(!h.state().doc.scene.solver.self_collision);
+    h.get_by_label("Cloth against itself").click();
+    h.run_steps(2);
+    assert!(h.state().doc.scene.solver.self_collision);
+    wait_until(&mut h, "the rebuilt solver", |a| a.live.is_some());
+    h.state_mut().undo();
+    h.run_steps(2);
+    assert!(!h.state().doc.scene.solver.self_collision);
+}
+
 #[test]
 fn the_span_limits_check_box_rebuilds_the_solver_with_them_and_undo_takes_them_away() {
     let mut h = harness(None);
     loaded(&mut h);
+    open_advanced(&mut h);
     wait_until(&mut h, "the first model", |a| {
         a.solver_span_limits == Some(0)
     });
@@ -206,6 +247,7 @@ fn the_span_limits_check_box_rebuilds_the_solver_with_them_and_undo_takes_them_a
 fn the_stretch_solve_buttons_edit_the_scene_and_undo_restores_it() {
     let mut h = harness(None);
     loaded(&mut h);
+    open_advanced(&mut h);
     assert_eq!(
         h.state().doc.scene.solver.stretch_solve,
         StretchSolve::Lines
@@ -243,6 +285,7 @@ fn the_line_passes_edit_the_scene_only_with_the_line_solves_and_undo_restores_th
     use egui_kittest::kittest::NodeT;
     let mut h = harness(None);
     loaded(&mut h);
+    open_advanced(&mut h);
     assert_eq!(h.state().doc.scene.solver.line_passes, 2);
     let passes = h.get_by_label("Line passes");
     assert_eq!(passes.accesskit_node().numeric_value(), Some(2.0));
@@ -265,6 +308,7 @@ fn the_line_passes_edit_the_scene_only_with_the_line_solves_and_undo_restores_th
 fn the_body_vertex_check_box_edits_the_scene_and_undo_restores_it() {
     let mut h = harness(None);
     loaded(&mut h);
+    open_advanced(&mut h);
     assert!(h.state().doc.scene.solver.body_vertex_contacts);
     h.get_by_label("Keep fingers out of the cloth").click();
     h.run_steps(2);

@@ -458,3 +458,57 @@ fn walk_demo_takes_the_skirt_resolution_and_refuses_it_elsewhere() {
     ]);
     assert!(err.contains("--rings"), "{err}");
 }
+
+/// A scene written by an older version that sets a retired solver setting (issue 39:
+/// `parallel_projection`) bakes, with a warning that names the file and the setting, and bakes
+/// the same frames as the scene without it.
+#[test]
+fn a_scene_with_a_retired_setting_bakes_with_a_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let scene = sphere_drop(dir.path(), 8);
+    let text = std::fs::read_to_string(&scene).unwrap();
+    assert!(text.contains("solver: ("), "{text}");
+    let old = dir.path().join("old.ron");
+    std::fs::write(
+        &old,
+        text.replacen(
+            "solver: (",
+            "solver: (\n        parallel_projection: true,",
+            1,
+        ),
+    )
+    .unwrap();
+    let (a, b) = (dir.path().join("a.pc2"), dir.path().join("b.pc2"));
+    let o = drape(&[
+        &"bake",
+        &old,
+        &"--out",
+        &dir.path().join("a.glb"),
+        &"--frames",
+        &"3",
+        &"--pc2",
+        &a,
+    ]);
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.contains("warning:")
+            && err.contains("old.ron")
+            && err.contains("`parallel_projection`")
+            && err.contains("ignored"),
+        "{err}"
+    );
+    let o = drape(&[
+        &"bake",
+        &scene,
+        &"--out",
+        &dir.path().join("b.glb"),
+        &"--frames",
+        &"3",
+        &"--pc2",
+        &b,
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("parallel_projection"));
+    assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
+}

@@ -315,7 +315,7 @@ impl DrapeApp {
     }
 
     fn open_file(&mut self, path: &Path) -> bool {
-        let scene = match Scene::load(path) {
+        let (scene, retired) = match Scene::load_with_warnings(path) {
             Ok(s) => s,
             Err(e) => {
                 self.fail(e.to_string());
@@ -323,13 +323,19 @@ impl DrapeApp {
             }
         };
         match LoadedScene::from_scene(scene.clone(), path) {
-            Ok(loaded) => {
+            Ok(mut loaded) => {
+                loaded.warnings.splice(0..0, retired.iter().cloned());
                 // The changes of the scene replaced were saved or discarded.
                 self.autosave.clear();
                 self.doc = Document::new(scene, path.to_path_buf(), true);
                 self.set_loaded(loaded, true);
                 self.frame_all();
-                self.status = format!("opened {}", path.display());
+                self.status = match retired.first() {
+                    // A retired setting: the artist should know the file asks for something
+                    // this version ignores (saving drops it).
+                    Some(w) => format!("opened {} (warning: {w})", path.display()),
+                    None => format!("opened {}", path.display()),
+                };
                 true
             }
             Err(e) => {

@@ -326,10 +326,36 @@ fn garment_properties(app: &mut DrapeApp, ui: &mut egui::Ui, scene: &mut Scene, 
     }
 }
 
+/// The solver's settings: the quality preset and the few settings artists change, then the
+/// rest under "Advanced" (closed by default).
 fn solver_properties(ui: &mut egui::Ui, scene: &mut Scene) {
     ui.heading("Solver");
     let s = &mut scene.solver;
     egui::Grid::new("solver").num_columns(2).show(ui, |ui| {
+        let label = ui.label("Quality");
+        // The built-in solver preset these settings are, if any.
+        let presets: Vec<(&str, crate::solver::SolverSettings)> = (crate::preset::BUILTIN_SOLVERS
+            .iter())
+        .filter_map(|(name, _)| Some((*name, crate::preset::builtin_solver(name).ok()?)))
+        .collect();
+        let current = presets.iter().find(|(_, p)| p == s).map(|(n, _)| *n);
+        egui::ComboBox::from_id_salt("solver_quality")
+            .selected_text(current.unwrap_or("custom"))
+            .show_ui(ui, |ui| {
+                for (name, preset) in &presets {
+                    if ui.selectable_label(current == Some(*name), *name).clicked() {
+                        *s = preset.clone();
+                    }
+                }
+            })
+            .response
+            .labelled_by(label.id)
+            .on_hover_text(
+                "A built-in solver preset: preview (fast, for blocking), production (the \
+                 default) or final (more substeps and iterations). Replaces every solver \
+                 setting; \"custom\" when they match none (docs/presets.md).",
+            );
+        ui.end_row();
         ui.label("Substeps");
         ui.add(egui::DragValue::new(&mut s.substeps).range(1..=crate::solver::MAX_SUBSTEPS));
         ui.end_row();
@@ -345,63 +371,82 @@ fn solver_properties(ui: &mut egui::Ui, scene: &mut Scene) {
             s.collision_thickness_m = mm / 1000.0;
         }
         ui.end_row();
-        ui.label("Stretch solve");
-        ui.horizontal(|ui| {
-            use crate::solver::StretchSolve;
-            ui.selectable_value(&mut s.stretch_solve, StretchSolve::Lines, "By line")
+        ui.label("Self-collision");
+        ui.checkbox(&mut s.self_collision, "Cloth against itself")
+            .on_hover_text(
+                "Keep layers of the cloth apart (folds, a skirt's pleats): slower, off by \
+                 default (docs/solver.md, Self-collision).",
+            );
+        ui.end_row();
+    });
+    egui::CollapsingHeader::new("Advanced")
+        .id_salt("solver_advanced")
+        .show(ui, |ui| advanced_solver_properties(ui, s));
+}
+
+/// The solver settings under "Advanced": how the stretch is solved, span limits, body-vertex
+/// contacts.
+fn advanced_solver_properties(ui: &mut egui::Ui, s: &mut crate::solver::SolverSettings) {
+    egui::Grid::new("solver_advanced_grid")
+        .num_columns(2)
+        .show(ui, |ui| {
+            ui.label("Stretch solve");
+            ui.horizontal(|ui| {
+                use crate::solver::StretchSolve;
+                ui.selectable_value(&mut s.stretch_solve, StretchSolve::Lines, "By line")
                 .on_hover_text(
                     "Each straight line of edges solved exactly in every sweep: a stiff fabric \
                      keeps its real stretch at few substeps, at the cost of one pass edge by \
                      edge (docs/solver.md, Line solves of the stretch). The default.",
                 );
-            ui.selectable_value(&mut s.stretch_solve, StretchSolve::Sweep, "By edge")
+                ui.selectable_value(&mut s.stretch_solve, StretchSolve::Sweep, "By edge")
                 .on_hover_text(
                     "One pass edge by edge per sweep: a load moves about one edge per pass, so \
                      large pieces stretch at few substeps. For the span limits, the warm start \
                      and the pipelined sweeps.",
                 );
-            ui.selectable_value(&mut s.stretch_solve, StretchSolve::Global, "Global")
-                .on_hover_text(
-                    "All edges together by conjugate gradients in every sweep: converged, and \
+                ui.selectable_value(&mut s.stretch_solve, StretchSolve::Global, "Global")
+                    .on_hover_text(
+                        "All edges together by conjugate gradients in every sweep: converged, and \
                      several times slower (docs/solver.md, Global stretch solve).",
-                );
-        });
-        ui.end_row();
-        let label = ui.label("Line passes");
-        ui.add_enabled(
-            s.stretch_solve == crate::solver::StretchSolve::Lines,
-            egui::DragValue::new(&mut s.line_passes).range(0..=crate::solver::MAX_LINE_PASSES),
-        )
-        .labelled_by(label.id)
-        .on_hover_text(
-            "More passes of the line solves in each sweep, after the shear and bending, so \
+                    );
+            });
+            ui.end_row();
+            let label = ui.label("Line passes");
+            ui.add_enabled(
+                s.stretch_solve == crate::solver::StretchSolve::Lines,
+                egui::DragValue::new(&mut s.line_passes).range(0..=crate::solver::MAX_LINE_PASSES),
+            )
+            .labelled_by(label.id)
+            .on_hover_text(
+                "More passes of the line solves in each sweep, after the shear and bending, so \
              that they do not undo the stretch: less stretch for 15–20 % more time per pass \
              (docs/solver.md, Line passes after the shear and bending). Default 2.",
-        );
-        ui.end_row();
-        ui.label("Span limits");
-        let mut on = s.span_limit_slack >= 0.0;
-        if ui
-            .checkbox(&mut on, "Limit long-range stretch")
-            .on_hover_text(
-                "Hold every pair of vertices, near and far, within its rest distance along \
+            );
+            ui.end_row();
+            ui.label("Span limits");
+            let mut on = s.span_limit_slack >= 0.0;
+            if ui
+                .checkbox(&mut on, "Limit long-range stretch")
+                .on_hover_text(
+                    "Hold every pair of vertices, near and far, within its rest distance along \
                  the cloth: removes the stretch that few substeps leave in large pieces, \
                  without changing a fabric that stays within it (docs/solver.md, Span limits).",
-            )
-            .changed()
-        {
-            s.span_limit_slack = if on { 0.0 } else { -1.0 };
-        }
-        ui.end_row();
-        ui.label("Body vertices");
-        ui.checkbox(&mut s.body_vertex_contacts, "Keep fingers out of the cloth")
-            .on_hover_text(
-                "The body's sharp vertices (fingers, hands: surfaces curved tighter than the \
+                )
+                .changed()
+            {
+                s.span_limit_slack = if on { 0.0 } else { -1.0 };
+            }
+            ui.end_row();
+            ui.label("Body vertices");
+            ui.checkbox(&mut s.body_vertex_contacts, "Keep fingers out of the cloth")
+                .on_hover_text(
+                    "The body's sharp vertices (fingers, hands: surfaces curved tighter than the \
                  cloth's edges) push the cloth's triangles, so they cannot pass between its \
                  vertices and catch it (docs/solver.md, Body-vertex contacts).",
-            );
-        ui.end_row();
-    });
+                );
+            ui.end_row();
+        });
 }
 
 fn timeline_properties(ui: &mut egui::Ui, scene: &mut Scene) {

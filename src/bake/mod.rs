@@ -424,8 +424,10 @@ pub struct LoadedScene {
 impl LoadedScene {
     /// Reads a scene file and every file it refers to.
     pub fn load(path: &Path) -> Result<Self, BakeError> {
-        let scene = Scene::load(path)?;
-        Self::from_scene(scene, path)
+        let (scene, retired) = Scene::load_with_warnings(path)?;
+        let mut loaded = Self::from_scene(scene, path)?;
+        loaded.warnings.splice(0..0, retired);
+        Ok(loaded)
     }
 
     /// Reads the files of an already parsed scene; `path` is the scene file (for relative paths).

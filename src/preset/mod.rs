@@ -490,7 +490,10 @@ pub fn parse(text: &str, file: &str) -> Result<ParsedPreset, PresetError> {
             })?,
     };
     let preset = if map.get(&ron::Value::String("settings".into())).is_some() {
-        let f: SolverFile = ron::from_str(text).map_err(|e| parse_error(e.to_string()))?;
+        let mut f: SolverFile = ron::from_str(text).map_err(|e| parse_error(e.to_string()))?;
+        for w in f.settings.take_retired() {
+            log::warn!("{file}: field `settings`: {w}");
+        }
         f.settings
             .validate()
             .map_err(|source| PresetError::Solver {

@@ -383,16 +383,38 @@ pub enum SceneError {
 impl Scene {
     /// Parses a scene from RON text; `path` is used in errors only.
     pub fn from_ron(text: &str, path: &Path) -> Result<Self, SceneError> {
-        let scene: Scene = ron::from_str(text).map_err(|e| SceneError::Parse {
+        let (scene, warnings) = Self::from_ron_with_warnings(text, path)?;
+        warnings.iter().for_each(|w| log::warn!("{w}"));
+        Ok(scene)
+    }
+
+    /// [`Scene::from_ron`], returning the warnings instead of logging them: each retired
+    /// solver setting the file sets ([`crate::solver::RETIRED_SETTINGS`]), which is ignored.
+    pub fn from_ron_with_warnings(
+        text: &str,
+        path: &Path,
+    ) -> Result<(Self, Vec<String>), SceneError> {
+        let mut scene: Scene = ron::from_str(text).map_err(|e| SceneError::Parse {
             path: path.to_path_buf(),
             message: e.to_string(),
         })?;
         scene.validate(path)?;
-        Ok(scene)
+        let warnings = (scene.solver.take_retired().into_iter())
+            .map(|w| format!("{}: field `solver`: {w}", path.display()))
+            .collect();
+        Ok((scene, warnings))
     }
 
     /// Loads and validates a scene file.
     pub fn load(path: &Path) -> Result<Self, SceneError> {
+        let (scene, warnings) = Self::load_with_warnings(path)?;
+        warnings.iter().for_each(|w| log::warn!("{w}"));
+        Ok(scene)
+    }
+
+    /// [`Scene::load`], returning the warnings ([`Scene::from_ron_with_warnings`]) instead of
+    /// logging them.
+    pub fn load_with_warnings(path: &Path) -> Result<(Self, Vec<String>), SceneError> {
         // A scene is small; refuse anything huge before reading it into memory.
         const MAX_SCENE_BYTES: u64 = 256 * 1024 * 1024;
         let io = |source| SceneError::Io {
@@ -407,9 +429,9 @@ impl Scene {
             });
         }
         let text = std::fs::read_to_string(path).map_err(io)?;
-        let mut scene = Self::from_ron(&text, path)?;
+        let (mut scene, warnings) = Self::from_ron_with_warnings(&text, path)?;
         scene.load_map_files(path)?;
-        Ok(scene)
+        Ok((scene, warnings))
     }
 
     /// Reads the painted maps that the scene keeps in sidecar files (paths relative to
@@ -625,6 +647,36 @@ mod tests {
             }],
             ..Default::default()
         }
+    }
+
+    /// A retired solver setting (issue 39: `parallel_projection`) still loads, with a warning
+    /// that names the file and the field; the settings are the defaults, and it is not written
+    /// back.
+    #[test]
+    fn a_retired_solver_setting_loads_with_a_warning_and_is_not_saved() {
+        let text = "(garments: [(path: \"g.glb\")], solver: (parallel_projection: true))";
+        let (scene, warnings) = Scene::from_ron_with_warnings(text, Path::new("old.ron")).unwrap();
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(warnings[0].contains("old.ron"), "{}", warnings[0]);
+        assert!(
+            warnings[0].contains("`parallel_projection`"),
+            "{}",
+            warnings[0]
+        );
+        assert!(warnings[0].contains("ignored"), "{}", warnings[0]);
+        assert_eq!(scene.solver, SolverSettings::default());
+        let saved = scene.to_ron().unwrap();
+        assert!(!saved.contains("parallel_projection"), "{saved}");
+        // Without it, no warning.
+        let (_, none) =
+            Scene::from_ron_with_warnings("(garments: [(path: \"g.glb\")])", Path::new("n.ron"))
+                .unwrap();
+        assert!(none.is_empty());
+        // A solver preset that sets it loads too.
+        let preset = "(version: 2, settings: (substeps: 8, parallel_projection: false))";
+        let s = crate::preset::parse_solver(preset, "old_preset.ron").unwrap();
+        assert_eq!(s.substeps, 8);
+        assert_eq!(s.retired_parallel_projection, None);
     }
 
     #[test]

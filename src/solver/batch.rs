@@ -1,39 +1,14 @@
-//! Batches of constraints that share no particle, and the shared view of the particle
-//! positions that lets the constraints of one batch be projected in parallel.
+//! Greedy colourings of constraints that share no particle, slabs of the particles, and the
+//! shared view of the particle positions that lets constraints that share no particle be
+//! projected in parallel.
 //!
-//! # Parts and a coloured cut
+//! The colourings order the shear and bending where a kind's own order has no room for levels
+//! ([`crate::solver::levels`]); the slabs cut the cloth in two halves for the pipelined sweeps
+//! ([`crate::solver::pipeline`]).
 //!
-//! Gauss–Seidel projects one constraint after another, each seeing the corrections of those
-//! before it. Two constraints that share no particle commute: projecting them in either order,
-//! or at the same time, gives the same positions. The solver's batches ([`Batching`]):
-//!
-//! 1. **Parts.** The particles are split into [`PARTS`] slabs of equal count along the longest
-//!    axis of the rest shape. A constraint whose particles all lie in one slab belongs to that
-//!    slab's part; the parts share no particle, so they run in parallel, and each runs its
-//!    constraints serially in the mesh's own order.
-//! 2. **The cut.** The constraints that span two slabs (a few rows of them per slab boundary)
-//!    are coloured: no two constraints of one colour share a particle. They run after the parts,
-//!    colour by colour, each colour in parallel when it is large enough to pay.
-//!
-//! A backward sweep runs the cut's colours in reverse, then the parts, each part backward, so a
-//! forward and a backward sweep still make a symmetric Gauss–Seidel pass.
-//!
-//! # What it costs: the order
-//!
-//! Batches are Gauss–Seidel in another order, and with one or two sweeps per substep the order
-//! decides how far a load travels through the cloth in one sweep. The mesh's own order (the rows
-//! of a grid) carries a correction along a whole chain of edges in one sweep; a colouring
-//! carries it one edge per colour, and the parts cut the chains at every slab boundary. On the
-//! standard scene (N = 32, 10 substeps, 24 frames) the serial sweep leaves 7.6 % stretch, a full
-//! colouring 17.7 %, these parts 29 % (two parts split by index: 27 %; projecting the cut four
-//! times per sweep: 24–29 %); at 20 substeps 3.8 % against 11.3 %, at 40 substeps 1.7 % against
-//! 3.4 %. So the batched projection is off by default
-//! ([`crate::solver::SolverSettings::parallel_projection`]): on two cores it cannot buy back with
-//! speed the substeps its order costs. docs/solver.md has the figures and what to try next.
-//!
-//! The result does not depend on how many threads run it or how rayon schedules them: every
-//! position and multiplier is written by one constraint at a time within a batch, the batches
-//! are fixed by the rest shape alone, and the reductions (counts, a maximum) are exact.
+//! (A batched parallel projection, parts of slabs plus a coloured cut, was built here and
+//! removed: its order left 2–4× the stretch at the same substeps; docs/solver.md, "Parallel
+//! projection".)
 //!
 //! # The greedy colouring
 //!
@@ -144,18 +119,8 @@ fn is_permutation(order: &[u32], n: usize) -> bool {
         })
 }
 
-/// Number of slabs the particles are split into (fixed, so the batches, and with them the
-/// result, do not depend on the thread count). Eight keep two to eight cores busy while the cut
-/// between them stays a small share of the constraints.
-pub const PARTS: usize = 8;
-
-/// The part (slab) of each particle: [`PARTS`] slabs of equal particle count along the longest
-/// axis of `rest`'s bounding box (ties broken by index, so the split is deterministic).
-pub fn slabs(rest: &[Vec3]) -> Vec<u8> {
-    slabs_of(rest, PARTS)
-}
-
-/// As [`slabs`], with `parts` slabs (1 to 256).
+/// The slab of each particle: `parts` slabs (1 to 256) of equal particle count along the
+/// longest axis of `rest`'s bounding box (ties broken by index, so the split is deterministic).
 pub(crate) fn slabs_of(rest: &[Vec3], parts: usize) -> Vec<u8> {
     let n = rest.len();
     if n == 0 {
@@ -183,84 +148,6 @@ pub(crate) fn slabs_of(rest: &[Vec3], parts: usize) -> Vec<u8> {
         part[i as usize] = (rank * parts / n) as u8;
     }
     part
-}
-
-/// One constraint kind's batches: [`PARTS`] parts, then the coloured cut (see the module docs).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Batching {
-    /// Constraint indices (into the original list) in batch order: part 0, …, the last part,
-    /// then the cut colour by colour; within each batch, the original order.
-    pub order: Vec<u32>,
-    /// `parts[k]..parts[k + 1]` is part `k`'s range in `order` (`PARTS + 1` entries).
-    pub parts: Vec<usize>,
-    /// `cut[c]..cut[c + 1]` is the cut's colour `c` in `order`; `cut[0]` = `parts[PARTS]`, the
-    /// last entry the constraint count.
-    pub cut: Vec<usize>,
-}
-
-impl Batching {
-    /// Batches constraints given by their particles (each `< part.len()`), with each
-    /// particle's part from [`slabs`].
-    pub fn new<const K: usize>(constraints: &[[u32; K]], part: &[u8]) -> Self {
-        let mut buckets: Vec<Vec<u32>> = vec![Vec::new(); PARTS];
-        let mut cut = Vec::new();
-        for (k, stencil) in constraints.iter().enumerate() {
-            let first = part[stencil[0] as usize];
-            if stencil.iter().all(|&p| part[p as usize] == first) {
-                buckets[first as usize].push(k as u32);
-            } else {
-                cut.push(k as u32);
-            }
-        }
-        let mut order = Vec::with_capacity(constraints.len());
-        let mut parts = vec![0];
-        for bucket in buckets {
-            order.extend(bucket);
-            parts.push(order.len());
-        }
-        let cut_stencils: Vec<[u32; K]> = cut.iter().map(|&k| constraints[k as usize]).collect();
-        let colouring = Coloring::greedy(&cut_stencils, part.len());
-        let start = order.len();
-        order.extend(colouring.order.iter().map(|&c| cut[c as usize]));
-        let cut = colouring.offsets.iter().map(|o| start + o).collect();
-        Self { order, parts, cut }
-    }
-
-    /// Reorders `items` (indexed like the batched constraints) into batch order.
-    pub fn apply<T: Copy>(&self, items: &[T]) -> Vec<T> {
-        permute(&self.order, items)
-    }
-
-    /// Whether the batches are valid: `order` is a permutation, no two parts share a particle,
-    /// and no two constraints of one cut colour share a particle (for tests).
-    pub fn is_valid<const K: usize>(
-        &self,
-        constraints: &[[u32; K]],
-        particle_count: usize,
-    ) -> bool {
-        let mut owner = vec![usize::MAX; particle_count];
-        for k in 0..self.parts.len() - 1 {
-            for &c in &self.order[self.parts[k]..self.parts[k + 1]] {
-                for &p in &constraints[c as usize] {
-                    if owner[p as usize] != usize::MAX && owner[p as usize] != k {
-                        return false;
-                    }
-                    owner[p as usize] = k;
-                }
-            }
-        }
-        // The cut as a colouring of its own constraints, indexed 0.. for `Coloring::is_valid`.
-        let start = self.cut[0];
-        let stencils: Vec<[u32; K]> = (self.order[start..].iter())
-            .map(|&c| constraints[c as usize])
-            .collect();
-        let cut = Coloring {
-            order: (0..stencils.len() as u32).collect(),
-            offsets: self.cut.iter().map(|o| o - start).collect(),
-        };
-        let cut_valid = cut.is_valid(&stencils, particle_count);
-        cut_valid && is_permutation(&self.order, constraints.len())
-    }
 }
 
 /// A slice shared by the threads that project one batch: the particle positions, or the
@@ -403,43 +290,6 @@ mod tests {
         };
         assert!(!bad.is_valid(&fan, 6));
         assert_eq!(c.apply(&['a', 'b', 'c', 'd']), vec!['a', 'd', 'b', 'c']);
-    }
-
-    #[test]
-    fn grid_batches_are_valid_and_the_cut_is_small() {
-        let mesh = grid_cloth(1.0, 64, 0.5);
-        let topology = Topology::new(&mesh);
-        let n = mesh.positions.len();
-        let part = slabs(&mesh.positions);
-        // Equal slabs.
-        for k in 0..PARTS as u8 {
-            assert_eq!(part.iter().filter(|&&p| p == k).count(), n / PARTS);
-        }
-        let edges = topology.edges.clone();
-        let hinges: Vec<[u32; 4]> = (topology.bend_pairs.iter())
-            .map(|b| [b.edge[0], b.edge[1], b.opposite[0], b.opposite[1]])
-            .collect();
-        let e = Batching::new(&edges, &part);
-        let h = Batching::new(&hinges, &part);
-        assert!(e.is_valid(&edges, n) && h.is_valid(&hinges, n));
-        // 7 slab boundaries of 64 vertices: a few constraints per boundary vertex, so the cut
-        // is a small share (about 5 % of the edges, 10 % of the hinges).
-        let cut_share = |b: &Batching, total: usize| (total - b.cut[0]) as f64 / total as f64;
-        let (ce, ch) = (cut_share(&e, edges.len()), cut_share(&h, hinges.len()));
-        eprintln!(
-            "cut: {:.1} % of edges, {:.1} % of hinges",
-            ce * 100.0,
-            ch * 100.0
-        );
-        assert!(ce > 0.0 && ce < 0.08 && ch > 0.0 && ch < 0.15, "{ce} {ch}");
-        // Within a part, the mesh's own order.
-        let part0 = &e.order[e.parts[0]..e.parts[1]];
-        assert!(part0.windows(2).all(|w| w[0] < w[1]));
-        // A broken batching is caught: move a cut edge into part 0.
-        let mut bad = e.clone();
-        let last = bad.order.len() - 1;
-        bad.order.swap(0, last);
-        assert!(!bad.is_valid(&edges, n));
     }
 
     #[test]

@@ -48,7 +48,7 @@
 //! This module holds the particles, the settings and the substep; its children hold the solves:
 //! [`line_stretch`] (the stretch solved line by line), [`global_stretch`] (global solves of the
 //! stretch, shear and bending), [`levels`] and [`pipeline`] (the level-ordered and pipelined
-//! sweeps) and [`batch`] (coloured batches for the parallel projection).
+//! sweeps) and [`batch`] (greedy colourings, slabs and the shared slice the parallel sweeps use).
 //!
 //! May import: [`crate::math`], [`crate::mesh`], [`crate::constraints`], [`crate::collide`],
 //! [`crate::garment`] (the cloth's constraints and membrane).
@@ -78,7 +78,7 @@ pub use crate::garment::material::Membrane;
 use crate::math::{Real, Vec3, Vec4};
 use crate::solver::global_stretch::{GlobalBend, GlobalShear, GlobalStretch};
 use crate::solver::line_stretch::LineStretch;
-use batch::{Batching, SharedSlice};
+use batch::SharedSlice;
 use levels::{Counts, Levels, Positions};
 use pipeline::{Halves, Pipeline};
 
@@ -90,6 +90,15 @@ pub const MAX_ITERATIONS: u32 = 100;
 pub const MAX_LINE_PASSES: u32 = 8;
 /// Most halvings of a failed substep.
 pub const MAX_RETRIES: u32 = 10;
+
+/// Settings that earlier versions had and this one no longer uses, with why: a scene or preset
+/// that sets one still loads, with a warning that it is ignored (the findings are in
+/// docs/solver.md).
+pub const RETIRED_SETTINGS: &[(&str, &str)] = &[(
+    "parallel_projection",
+    "the batched parallel projection was removed: its order left 2–4× the stretch at the same \
+     substeps, more than its speed bought on two cores (docs/solver.md, \"Parallel projection\")",
+)];
 
 /// Solver settings, as the artist sets them in a scene or solver preset.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -147,11 +156,6 @@ pub struct SolverSettings {
     /// Search body contacts on all cores (rayon's pool). Exact: the contacts, and so the whole
     /// result, are the same as the serial search's, bit for bit, on any thread count.
     pub parallel: bool,
-    /// Project stretch, shear and bend in batches that share no particle, on all cores (see
-    /// [`crate::solver::batch`]). The result is the same on any thread count, but it is Gauss–Seidel in
-    /// another order than the mesh's, which leaves 2–4× more stretch at the same substeps; so it
-    /// is off by default (docs/solver.md, "Parallel projection").
-    pub parallel_projection: bool,
     /// Project the span limits, stretch, shear and bending four constraints at a time in vector
     /// lanes, in levels of the mesh's order (see [`crate::solver::levels`]): the same numbers, bit for
     /// bit, as projecting them one at a time in that order, in about 40 % of the time. Where a
@@ -159,7 +163,6 @@ pub struct SolverSettings {
     /// [`crate::solver::levels::MIN_LEVEL_WIDTH`] per level on average), its stretch and span limits
     /// are projected one at a time and its shear and bending in colours, another order (docs/
     /// solver.md, "Vector sweeps"). On by default; off projects every kind one at a time.
-    /// Ignored with [`Self::parallel_projection`], which batches the constraints its own way.
     pub vector_sweeps: bool,
     /// Sweep the span limits, stretch, shear and bending on two threads at once, the cloth cut
     /// in two halves, each level of each kind split between them, each thread waiting only for
@@ -218,6 +221,16 @@ pub struct SolverSettings {
     /// substeps per second). The velocity-level friction afterwards gets what is left of the
     /// same Coulomb budget. See docs/solver.md, "Friction on the prediction".
     pub predicted_friction: bool,
+    /// `parallel_projection`, a setting of earlier versions ([`RETIRED_SETTINGS`]): read so
+    /// that older scenes and presets still load, ignored (with a warning), never written.
+    #[serde(
+        default,
+        rename = "parallel_projection",
+        skip_serializing,
+        deserialize_with = "retired_bool"
+    )]
+    #[doc(hidden)]
+    pub retired_parallel_projection: Option<bool>,
 }
 
 /// How a constraint kind is projected ([`SolverSettings::stretch_solve`],
@@ -229,8 +242,8 @@ pub enum StretchSolve {
     #[default]
     Sweep,
     /// One Newton step of XPBD on all edges at once per sweep, solved by preconditioned
-    /// conjugate gradients ([`crate::solver::global_stretch`]); `stretch_relaxation` and
-    /// `parallel_projection` do not apply to it.
+    /// conjugate gradients ([`crate::solver::global_stretch`]); `stretch_relaxation` does not
+    /// apply to it.
     Global,
     /// One exact Newton step of XPBD per line of edges per sweep ([`crate::solver::line_stretch`]):
     /// the edges cut into straight lines, each solved by the Thomas algorithm. Stretch only;
@@ -257,7 +270,7 @@ impl Default for SolverSettings {
             stretch_relaxation: 1.0,
             self_collision_thickness_m: 0.004,
             parallel: true,
-            parallel_projection: false,
+            retired_parallel_projection: None,
             vector_sweeps: true,
             pipelined_sweeps: true,
             stretch_solve: StretchSolve::Lines,
@@ -319,7 +332,23 @@ pub enum SimError {
     },
 }
 
+/// Reads a retired `bool` setting as it was written (`true`, not `Some(true)`).
+fn retired_bool<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<bool>, D::Error> {
+    bool::deserialize(d).map(Some)
+}
+
 impl SolverSettings {
+    /// The retired settings ([`RETIRED_SETTINGS`]) these settings were read with, as warnings
+    /// that name each one; then forgets them, so they are never written back.
+    pub fn take_retired(&mut self) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.retired_parallel_projection.take().is_some() {
+            let (name, why) = RETIRED_SETTINGS[0];
+            out.push(format!("`{name}` is no longer used and is ignored: {why}"));
+        }
+        out
+    }
+
     /// Checks every field; the error names it.
     pub fn validate(&self) -> Result<(), SimError> {
         let bad = |field, value: String, problem| {
@@ -780,9 +809,6 @@ pub struct Solver {
     drag_point: Vec3,
     lambda_drag: Real,
     times: StageTimes,
-    /// The batches of `model.stretch`, `shear` and `bend` (reordered to match) when
-    /// [`SolverSettings::parallel_projection`] is on.
-    batches: Option<Batches>,
     /// The levels of `model.stretch`, `shear`, `bend` and `span_limits` in their own order
     /// (sorted to match) for the vector sweeps ([`SolverSettings::vector_sweeps`]); `None` for a
     /// kind projected otherwise.
@@ -807,36 +833,6 @@ pub struct Solver {
     /// The substep length (s) the stretch, shear and bend multipliers were found with, for the
     /// warm start; 0 when they are not to be reused (a new solver, a restore, a failed substep).
     warm_h: Real,
-}
-
-/// The batches of `model.stretch`, `shear` and `bend` (each reordered into batch order).
-#[derive(Debug)]
-struct Batches {
-    stretch: Batching,
-    shear: Batching,
-    bend: Batching,
-}
-
-impl Batches {
-    /// Batches the model's stretch, shear and bend constraints and reorders them to match.
-    fn new(model: &mut ClothModel) -> Self {
-        let part = batch::slabs(&model.positions);
-        let stretch = Batching::new(&stencils(&model.stretch, |c| c.particles), &part);
-        let shear = Batching::new(&stencils(&model.shear, |c| c.particles), &part);
-        let bend = Batching::new(&stencils(&model.bend, |c| c.particles), &part);
-        model.stretch = stretch.apply(&model.stretch);
-        model.shear = shear.apply(&model.shear);
-        model.bend = bend.apply(&model.bend);
-        Self {
-            stretch,
-            shear,
-            bend,
-        }
-    }
-}
-
-fn stencils<T, const K: usize>(items: &[T], particles: impl Fn(&T) -> [u32; K]) -> Vec<[u32; K]> {
-    items.iter().map(particles).collect()
 }
 
 /// Each particle's neighbours along the stretch edges, for [`moves_of_neighbours`]: particle
@@ -901,71 +897,22 @@ fn moves_of_neighbours(
     }
 }
 
-/// Smallest number of constraints one rayon task projects: below this the task costs more than
-/// the work it shares.
-const MIN_PARALLEL_BATCH: usize = 256;
-
-/// Projects every constraint of one kind once: in `batches` (the parts in parallel, then the
-/// cut's colours), or (without `batches`) serially in the list's order. `reverse` runs the
-/// sweep backward, for the symmetric pass.
+/// Projects every constraint of one kind once, serially in the list's order; `reverse` runs
+/// the sweep backward, for the symmetric pass.
 ///
 /// `project` must touch only the particles of its constraint: [`SharedSlice`]'s contract.
 fn project_kind<T: Sync, P: Positions>(
     items: &[T],
     lambdas: &mut [Real],
-    batches: Option<&Batching>,
     reverse: bool,
     x: P,
     project: impl Fn(&T, &mut Real, P) -> Counts + Sync,
 ) -> Counts {
-    let Some(b) = batches else {
-        let mut counts = Counts::default();
-        sweep(items, lambdas, reverse, |(c, l)| {
-            counts = counts.merge(project(c, l, x));
-        });
-        return counts;
-    };
-    let lambdas = SharedSlice::new(lambdas);
-    // SAFETY (both closures): the batches of one call never share a constraint, so each
-    // multiplier has one user; the particles are `project`'s contract.
-    let one = |i: usize| project(&items[i], unsafe { lambdas.get_mut(i) }, x);
-    let parts = || {
-        (0..b.parts.len() - 1)
-            .into_par_iter()
-            .map(|k| {
-                let range = b.parts[k]..b.parts[k + 1];
-                let fold = |a: Counts, i| a.merge(one(i));
-                if reverse {
-                    range.rev().fold(Counts::default(), fold)
-                } else {
-                    range.fold(Counts::default(), fold)
-                }
-            })
-            .reduce(Counts::default, Counts::merge)
-    };
-    let cut = || {
-        let colours = b.cut.len() - 1;
-        (0..colours)
-            .map(|k| if reverse { colours - 1 - k } else { k })
-            .map(|k| {
-                let range = b.cut[k]..b.cut[k + 1];
-                if range.len() < 2 * MIN_PARALLEL_BATCH {
-                    range.fold(Counts::default(), |a, i| a.merge(one(i)))
-                } else {
-                    range
-                        .into_par_iter()
-                        .with_min_len(MIN_PARALLEL_BATCH)
-                        .map(one)
-                        .reduce(Counts::default, Counts::merge)
-                }
-            })
-            .fold(Counts::default(), Counts::merge)
-    };
-    if reverse {
-        cut().merge(parts())
-    } else {
-        parts().merge(cut())
-    }
+    let mut counts = Counts::default();
+    sweep(items, lambdas, reverse, |(c, l)| {
+        counts = counts.merge(project(c, l, x));
+    });
+    counts
 }
 
 /// Visits constraints with their multipliers, forward or backward.
@@ -1185,14 +1132,11 @@ impl Solver {
                 });
             }
         }
-        let batches = settings
-            .parallel_projection
-            .then(|| Batches::new(&mut model));
-        // Vector sweeps: not with the batches, and not for a kind solved globally. Each kind in
+        // Vector sweeps: not for a kind solved globally. Each kind in
         // levels of its own order where that order has room for them (the serial sweep's
         // numbers); where it has not, the stretch and the span limits, which carry the load and
         // need their order, one at a time, and shear and bending in colours.
-        let vector = settings.vector_sweeps && batches.is_none();
+        let vector = settings.vector_sweeps;
         let n = model.positions.len();
         let sweeping = |solve: StretchSolve| vector && solve == StretchSolve::Sweep;
         let shear_global = settings.shear_solve == StretchSolve::Global
@@ -1309,7 +1253,6 @@ impl Solver {
             drag_point: Vec3::ZERO,
             lambda_drag: 0.0,
             times: StageTimes::default(),
-            batches,
             shear_levels,
             bend_levels,
             stretch_levels,
@@ -1894,7 +1837,6 @@ impl Solver {
             drag_point,
             lambda_drag,
             times,
-            batches,
             shear_levels,
             bend_levels,
             stretch_levels,
@@ -2007,7 +1949,6 @@ impl Solver {
                     stretch_levels: stretch_levels.as_ref().filter(|_| !global && edges),
                     shear_levels: shear_levels.as_ref().filter(|_| !global_shearing),
                     bend_levels: bend_levels.as_ref().filter(|_| !global_bending),
-                    batches: batches.as_ref(),
                     stretch_swept: edges && !global && !lined,
                     shear_swept: !global_shearing,
                     bend_swept: !global_bending,
@@ -2367,13 +2308,11 @@ struct MembraneSweep<'a> {
     h: Real,
     pass: levels::Pass,
     relax: levels::StretchPass,
-    /// Each kind's levels where it is swept in them (`None`: one at a time, in colours, or in
-    /// batches).
+    /// Each kind's levels where it is swept in them (`None`: one at a time or in colours).
     span_levels: Option<&'a Levels>,
     stretch_levels: Option<&'a Levels>,
     shear_levels: Option<&'a Levels>,
     bend_levels: Option<&'a Levels>,
-    batches: Option<&'a Batches>,
     /// Whether each kind is swept at all (not solved globally; the stretch edges not only
     /// measured).
     stretch_swept: bool,
@@ -2400,12 +2339,9 @@ impl MembraneSweep<'_> {
         laps: &mut Laps,
     ) -> [Counts; 3] {
         let (w, h, model, reverse) = (self.w, self.h, self.model, self.pass.reverse);
-        let batches =
-            |pick: fn(&Batches) -> &Batching, swept: bool| self.batches.filter(|_| swept).map(pick);
         // SAFETY (the three kinds below): each closure reads and writes only the particles of
-        // its own constraint, whose indices `Solver::new` checked; within a colour or a level no
-        // two constraints share a particle (`Batches`, `Levels`), and serially there is one
-        // thread.
+        // its own constraint, whose indices `Solver::new` checked; within a level no two
+        // constraints share a particle (`Levels`), and serially there is one thread.
         let stretch = if let Some(levels) = self.stretch_levels {
             let (edges, relax) = (&model.stretch, self.relax);
             levels::project_stretch(xs, w, edges, lambda_stretch, levels, self.pass, relax)
@@ -2413,7 +2349,6 @@ impl MembraneSweep<'_> {
             project_kind(
                 swept(&model.stretch, self.stretch_swept),
                 lambda_stretch,
-                batches(|b| &b.stretch, self.stretch_swept),
                 reverse,
                 xs,
                 |c, l, x| levels::stretch_one(x, w, c, l, h, self.relax),
@@ -2426,7 +2361,6 @@ impl MembraneSweep<'_> {
             project_kind(
                 swept(&model.shear, self.shear_swept),
                 lambda_shear,
-                batches(|b| &b.shear, self.shear_swept),
                 reverse,
                 xs,
                 |c, l, x| Counts::skipped(levels::shear_one(x, w, c, l, h)),
@@ -2439,7 +2373,6 @@ impl MembraneSweep<'_> {
             project_kind(
                 swept(&model.bend, self.bend_swept),
                 lambda_bend,
-                batches(|b| &b.bend, self.bend_swept),
                 reverse,
                 xs,
                 |c, l, x| Counts::skipped(levels::bend_one(x, w, c, l, h)),

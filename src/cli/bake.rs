@@ -1,0 +1,203 @@
+//! `drape bake`: load a scene, apply the command line's solver overrides, bake with a progress
+//! bar, and write the .glb, the point caches and the stats report.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+use drape::bake::{bake, BakeOptions, BakeResult, LoadedScene};
+
+/// `drape bake`'s arguments.
+#[derive(Args)]
+pub struct BakeArgs {
+    /// The scene file (.ron).
+    scene: PathBuf,
+    /// Output glTF binary (.glb): the garment as morph-target animation, plus the body.
+    #[arg(long)]
+    out: PathBuf,
+    /// Number of frames to bake, 1 to 10000 (default: the scene's timeline).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=drape::scene::MAX_FRAMES as i64))]
+    frames: Option<u32>,
+    /// Write the stats report (JSON) here.
+    #[arg(long)]
+    stats: Option<PathBuf>,
+    /// Also write a PC2 point cache (Blender's Mesh Cache modifier).
+    #[arg(long)]
+    pc2: Option<PathBuf>,
+    /// Also write an MDD point cache.
+    #[arg(long)]
+    mdd: Option<PathBuf>,
+    /// Bake with this solver preset (built in: preview, production, final; or one in the
+    /// user library) instead of the scene's own solver settings. The scene file is not
+    /// changed.
+    #[arg(long)]
+    solver: Option<String>,
+    /// Substeps per frame, 1 to 1000, instead of the scene's (or `--solver`'s).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=drape::solver::MAX_SUBSTEPS as i64))]
+    substeps: Option<u32>,
+    /// Constraint iterations per substep, 1 to 100, instead of the scene's (or
+    /// `--solver`'s).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=drape::solver::MAX_ITERATIONS as i64))]
+    iterations: Option<u32>,
+}
+
+/// Runs `drape bake`.
+pub fn run(args: BakeArgs) -> Result<(), String> {
+    run_bake(
+        &args.scene,
+        &args.out,
+        args.frames,
+        &SolverOverrides {
+            preset: args.solver,
+            substeps: args.substeps,
+            iterations: args.iterations,
+        },
+        args.stats.as_deref(),
+        args.pc2.as_deref(),
+        args.mdd.as_deref(),
+    )
+}
+
+/// Writes the built-in default scene and bakes it (the headless build's default).
+#[cfg(not(feature = "gui"))]
+pub fn run_default() -> Result<(), String> {
+    let dir = PathBuf::from("drape-default");
+    let scene = drape::scene::demo::write_demo(&dir, drape::scene::demo::DemoScene::Default, None)
+        .map_err(|e| e.to_string())?;
+    eprintln!("wrote the built-in default scene to {}", scene.display());
+    run_bake(
+        &scene,
+        &dir.join("bake.glb"),
+        None,
+        &SolverOverrides::default(),
+        Some(&dir.join("stats.json")),
+        None,
+        None,
+    )
+}
+
+/// `drape bake`'s replacements for the scene's solver settings (none by default).
+#[derive(Default)]
+struct SolverOverrides {
+    /// A solver preset to use instead of the scene's settings.
+    preset: Option<String>,
+    /// Substeps per frame.
+    substeps: Option<u32>,
+    /// Iterations per substep.
+    iterations: Option<u32>,
+}
+
+impl SolverOverrides {
+    /// Applies the overrides to `loaded`'s solver settings; says on stderr what is used.
+    fn apply(&self, loaded: &mut LoadedScene) -> Result<(), String> {
+        let settings = &mut loaded.scene.solver;
+        if let Some(name) = &self.preset {
+            *settings = match drape::preset::Library::open_default() {
+                Ok(library) => library.solver(name),
+                Err(_) => drape::preset::builtin_solver(name),
+            }
+            .map_err(|e| format!("--solver {name}: {e}"))?;
+        }
+        if let Some(n) = self.substeps {
+            settings.substeps = n;
+        }
+        if let Some(n) = self.iterations {
+            settings.iterations = n;
+        }
+        settings.validate().map_err(|e| e.to_string())?;
+        if self.preset.is_some() || self.substeps.is_some() || self.iterations.is_some() {
+            eprintln!(
+                "solver: {}{} substeps × {} iterations per frame (the scene file is unchanged)",
+                self.preset
+                    .as_ref()
+                    .map(|p| format!("preset '{p}', "))
+                    .unwrap_or_default(),
+                settings.substeps,
+                settings.iterations
+            );
+        }
+        Ok(())
+    }
+}
+
+fn run_bake(
+    scene: &Path,
+    out: &Path,
+    frames: Option<u32>,
+    overrides: &SolverOverrides,
+    stats: Option<&Path>,
+    pc2: Option<&Path>,
+    mdd: Option<&Path>,
+) -> Result<(), String> {
+    let mut loaded = LoadedScene::load(scene).map_err(|e| e.to_string())?;
+    overrides.apply(&mut loaded)?;
+    for w in &loaded.warnings {
+        eprintln!("warning: {w}");
+    }
+    let bar = std::io::stderr().is_terminal().then(|| {
+        let bar = indicatif::ProgressBar::new(0);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{msg} [{bar:40}] {pos}/{len} frames, {elapsed} elapsed, ETA {eta}",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        bar.set_message("baking");
+        bar
+    });
+    let progress = |done: usize, total: usize| {
+        if let Some(bar) = &bar {
+            bar.set_length(total as u64);
+            bar.set_position(done as u64);
+        }
+    };
+    let options = BakeOptions {
+        frames,
+        progress: Some(&progress),
+        cancel: None,
+    };
+    let result = bake(&loaded, &options).map_err(|e| e.to_string())?;
+    if let Some(bar) = &bar {
+        bar.finish_and_clear();
+    }
+    write_outputs(&loaded, &result, out, stats, pc2, mdd)
+}
+
+fn write_outputs(
+    loaded: &LoadedScene,
+    result: &BakeResult,
+    out: &Path,
+    stats: Option<&Path>,
+    pc2: Option<&Path>,
+    mdd: Option<&Path>,
+) -> Result<(), String> {
+    drape::bake::write_glb(loaded, result, out).map_err(|e| e.to_string())?;
+    eprintln!("wrote {} ({} frames)", out.display(), result.frames.len());
+    if let Some(p) = pc2 {
+        drape::io::cache::write_pc2(p, &result.frames, result.fps, result.start_frame as f32)
+            .map_err(|e| e.to_string())?;
+        eprintln!("wrote {}", p.display());
+    }
+    if let Some(p) = mdd {
+        drape::io::cache::write_mdd(p, &result.frames, result.fps).map_err(|e| e.to_string())?;
+        eprintln!("wrote {}", p.display());
+    }
+    let s = &result.stats;
+    if let Some(p) = stats {
+        let json = serde_json::to_string_pretty(s).map_err(|e| e.to_string())?;
+        drape::file::atomic::write_atomic(p, json.as_bytes())
+            .map_err(|e| format!("{}: {e}", p.display()))?;
+        eprintln!("wrote {}", p.display());
+    }
+    eprintln!(
+        "{} frames, {} particles, {:.2} ms/frame; max stretch {:.2} %, body penetrations {}, self-intersections {}, rollbacks {}",
+        s.frames,
+        s.proxy_vertices,
+        s.sim_ms_per_frame,
+        s.summary.max_stretch * 100.0,
+        s.summary.body_penetrations,
+        s.summary.self_intersections,
+        s.summary.rollbacks
+    );
+    Ok(())
+}
