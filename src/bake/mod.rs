@@ -1394,6 +1394,7 @@ pub fn bake_at(
             max_residual: report.max_residual_m,
             rollbacks: report.rollbacks,
             non_finite: render.iter().filter(|p| !p.is_finite()).count(),
+            iterations: report.iterations,
         });
         if origin_m != Vec3::ZERO {
             for p in &mut render {

@@ -50,6 +50,10 @@ pub struct FrameStats {
     pub rollbacks: u32,
     /// Non-finite render positions (always 0 in a bake that succeeded).
     pub non_finite: usize,
+    /// Iterations per substep the solver ran this frame (the scene's `iterations`, or what
+    /// `adaptive_iterations` chose; 0 for the first frame, which is not simulated).
+    #[serde(default)]
+    pub iterations: u32,
 }
 
 /// Worst values over the whole bake.
@@ -65,6 +69,9 @@ pub struct Summary {
     pub self_intersections: usize,
     /// Total rollbacks.
     pub rollbacks: u32,
+    /// Mean of `iterations` over the simulated frames (those with `iterations > 0`).
+    #[serde(default)]
+    pub mean_iterations: f64,
 }
 
 /// Milliseconds spent in each solver stage over the whole bake.
@@ -164,7 +171,15 @@ impl Stats {
                 max_penetration_m: s.max_penetration_m.max(f.max_penetration_m),
                 self_intersections: s.self_intersections.max(f.self_intersections),
                 rollbacks: s.rollbacks + f.rollbacks,
+                mean_iterations: 0.0,
             });
+        let simulated: Vec<f64> = (self.per_frame.iter())
+            .filter(|f| f.iterations > 0)
+            .map(|f| f.iterations as f64)
+            .collect();
+        if !simulated.is_empty() {
+            self.summary.mean_iterations = simulated.iter().sum::<f64>() / simulated.len() as f64;
+        }
     }
 }
 

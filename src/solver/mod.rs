@@ -221,6 +221,12 @@ pub struct SolverSettings {
     /// substeps per second). The velocity-level friction afterwards gets what is left of the
     /// same Coulomb budget. See docs/solver.md, "Friction on the prediction".
     pub predicted_friction: bool,
+    /// Adaptive iterations: per frame, the iterations per substep are chosen from the previous
+    /// frame's largest edge stretch and how much its body contacts changed, between the bounds
+    /// given here, starting from [`Self::iterations`]. `None` (the default) runs
+    /// [`Self::iterations`] on every frame. See [`AdaptiveIterations`] and docs/solver.md,
+    /// "Adaptive iterations".
+    pub adaptive_iterations: Option<AdaptiveIterations>,
     /// `parallel_projection`, a setting of earlier versions ([`RETIRED_SETTINGS`]): read so
     /// that older scenes and presets still load, ignored (with a warning), never written.
     #[serde(
@@ -279,7 +285,94 @@ impl Default for SolverSettings {
             shear_solve: StretchSolve::Sweep,
             warm_start: 0.0,
             predicted_friction: true,
+            adaptive_iterations: None,
         }
+    }
+}
+
+/// Bounds and target of [`SolverSettings::adaptive_iterations`].
+///
+/// After each frame the solver compares the frame's largest edge stretch (`length / rest − 1`
+/// at the frame's end, the bake's `max_stretch`) with `stretch_tolerance`:
+///
+/// - above it, the next frame runs more iterations: as many as would bring it to
+///   [`ADAPTIVE_TARGET`] of the tolerance if the stretch left falls as `1/iterations` (what a
+///   Gauss–Seidel pass does to the slow, load-carrying modes), at least one more and at most
+///   twice as many;
+/// - below half of it, and with the body contacts quiet (their count changed by at most
+///   [`ADAPTIVE_CONTACT_CHANGE`] of the particles over the frame), fewer: by the same rule,
+///   at most halving;
+/// - with the contacts changing (an impact, a lift-off), never fewer, and more as soon as the
+///   stretch passes half the tolerance;
+/// - otherwise the same.
+///
+/// The count stays within `min_iterations..=max_iterations`.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AdaptiveIterations {
+    /// Fewest iterations per substep, what a quiet frame runs (1 to 100).
+    pub min_iterations: u32,
+    /// Most iterations per substep, what an impact may get (`min_iterations` to 100).
+    pub max_iterations: u32,
+    /// The largest edge stretch aimed at, as a fraction (0.01 = 1 %); greater than 0.
+    pub stretch_tolerance: Real,
+}
+
+impl Default for AdaptiveIterations {
+    fn default() -> Self {
+        Self {
+            min_iterations: 1,
+            max_iterations: 8,
+            stretch_tolerance: 0.02,
+        }
+    }
+}
+
+/// The fraction of [`AdaptiveIterations::stretch_tolerance`] that a change of the iteration
+/// count aims at: below 1, so that a count raised to meet the tolerance is not lowered again at
+/// once (the band from half the tolerance to the whole is left alone).
+pub const ADAPTIVE_TARGET: Real = 0.8;
+
+/// The change in the number of body contacts over a frame, as a fraction of the particles,
+/// above which [`AdaptiveIterations`] treats the contacts as active (an impact or a lift-off).
+pub const ADAPTIVE_CONTACT_CHANGE: Real = 0.02;
+
+impl AdaptiveIterations {
+    /// The iterations per substep for the rest of a frame after a substep that left `stretch`
+    /// (fraction): raised by [`Self::next`]'s rule when `stretch` is over the tolerance, else
+    /// the same.
+    pub fn raise(&self, iterations: u32, stretch: Real) -> u32 {
+        if stretch > self.stretch_tolerance {
+            self.next(iterations, stretch, 0.0).max(iterations)
+        } else {
+            iterations
+        }
+    }
+
+    /// The iterations per substep for the next frame, from this frame's `iterations`, its
+    /// largest edge stretch `stretch` (fraction) and its change in body contacts as a fraction
+    /// of the particles (`contact_change`, ≥ 0). See the type's doc for the rule.
+    pub fn next(&self, iterations: u32, stretch: Real, contact_change: Real) -> u32 {
+        let (lo, hi) = (
+            self.min_iterations,
+            self.max_iterations.max(self.min_iterations),
+        );
+        let it = iterations.clamp(lo, hi);
+        let tol = self.stretch_tolerance;
+        let active = contact_change > ADAPTIVE_CONTACT_CHANGE;
+        // The count that would leave ADAPTIVE_TARGET of the tolerance if the stretch fell as
+        // 1/iterations (finite: `stretch` is a finite fraction or the count stays).
+        let wanted = it as Real * stretch / (ADAPTIVE_TARGET * tol);
+        let next = if !wanted.is_finite() {
+            it
+        } else if stretch > tol || (active && stretch > 0.5 * tol) {
+            (wanted.ceil() as u32).clamp(it + 1, 2 * it)
+        } else if stretch < 0.5 * tol && !active {
+            (wanted.ceil() as u32).clamp(it.div_ceil(2), it)
+        } else {
+            it
+        };
+        next.clamp(lo, hi)
     }
 }
 
@@ -371,6 +464,29 @@ impl SolverSettings {
                 self.iterations.to_string(),
                 "must be from 1 to 100 per substep",
             );
+        }
+        if let Some(a) = &self.adaptive_iterations {
+            if !(1..=MAX_ITERATIONS).contains(&a.min_iterations) {
+                return bad(
+                    "adaptive_iterations.min_iterations",
+                    a.min_iterations.to_string(),
+                    "must be from 1 to 100 per substep",
+                );
+            }
+            if !(a.min_iterations..=MAX_ITERATIONS).contains(&a.max_iterations) {
+                return bad(
+                    "adaptive_iterations.max_iterations",
+                    a.max_iterations.to_string(),
+                    "must be from min_iterations to 100 per substep",
+                );
+            }
+            if !(a.stretch_tolerance.is_finite() && a.stretch_tolerance > 0.0) {
+                return bad(
+                    "adaptive_iterations.stretch_tolerance",
+                    a.stretch_tolerance.to_string(),
+                    "must be a stretch fraction greater than 0 (0.01 = 1 %)",
+                );
+            }
         }
         if self.max_retries > MAX_RETRIES {
             return bad(
@@ -751,6 +867,14 @@ pub struct FrameReport {
     /// Conjugate-gradient iterations of the global shear solve over the frame (0 with
     /// [`StretchSolve::Sweep`]).
     pub shear_cg_iterations: u64,
+    /// Iterations per substep this frame ran: [`SolverSettings::iterations`], or with
+    /// [`SolverSettings::adaptive_iterations`] the largest count of the frame's substeps (the
+    /// count chosen at the frame's start, raised by any substep that left more stretch than the
+    /// tolerance).
+    pub iterations: u32,
+    /// Largest edge stretch (`length / rest − 1`, fraction) at the end of the frame, as the
+    /// last substep's check measured it.
+    pub max_stretch: Real,
 }
 
 /// The XPBD solver.
@@ -809,6 +933,13 @@ pub struct Solver {
     drag_point: Vec3,
     lambda_drag: Real,
     times: StageTimes,
+    /// Iterations per substep the next frame runs ([`SolverSettings::iterations`] unless
+    /// [`SolverSettings::adaptive_iterations`] changes it after each frame).
+    iterations: u32,
+    /// Largest edge stretch the last substep's check measured (fraction).
+    last_stretch: Real,
+    /// Body contacts at the end of the previous frame, for the adaptive iterations.
+    frame_contacts: usize,
     /// The levels of `model.stretch`, `shear`, `bend` and `span_limits` in their own order
     /// (sorted to match) for the vector sweeps ([`SolverSettings::vector_sweeps`]); `None` for a
     /// kind projected otherwise.
@@ -1244,6 +1375,7 @@ impl Solver {
             damping_factor: Vec::new(),
             damping_h: 0.0,
             checkpoint: particles.clone(),
+            iterations: settings.iterations,
             settings,
             particles,
             model,
@@ -1253,6 +1385,8 @@ impl Solver {
             drag_point: Vec3::ZERO,
             lambda_drag: 0.0,
             times: StageTimes::default(),
+            last_stretch: 0.0,
+            frame_contacts: 0,
             shear_levels,
             bend_levels,
             stretch_levels,
@@ -1466,11 +1600,27 @@ impl Solver {
     fn step_frame_here(&mut self, dt_frame_s: Real) -> Result<FrameReport, SimError> {
         check_time_step(dt_frame_s)?;
         let h = dt_frame_s / self.settings.substeps as Real;
-        let mut report = FrameReport::default();
+        let mut report = FrameReport {
+            iterations: self.iterations,
+            ..FrameReport::default()
+        };
         for _ in 0..self.settings.substeps {
             self.substep_with_retry(h, 0, &mut report)?;
+            // Within the frame the count only rises (a substep over the tolerance raises it for
+            // the rest of the frame); it falls only between frames, below.
+            if let Some(adaptive) = &self.settings.adaptive_iterations {
+                self.iterations = adaptive.raise(self.iterations, self.last_stretch);
+                report.iterations = report.iterations.max(self.iterations);
+            }
         }
         report.contacts = self.contacts.len();
+        report.max_stretch = self.last_stretch;
+        if let Some(adaptive) = &self.settings.adaptive_iterations {
+            let n = self.particles.x.len().max(1) as Real;
+            let change = report.contacts.abs_diff(self.frame_contacts) as Real / n;
+            self.iterations = adaptive.next(self.iterations, report.max_stretch, change);
+        }
+        self.frame_contacts = report.contacts;
         if let Some(sc) = &self.self_collision {
             report.self_contacts = sc.contacts().len();
             report.self_contacts_active = sc.active_contacts();
@@ -1848,6 +1998,7 @@ impl Solver {
             line_stretch,
             global_bend,
             global_shear,
+            iterations,
             ..
         } = self;
 
@@ -1855,10 +2006,10 @@ impl Solver {
         let t = Instant::now();
         let vertex_contacts = settings.body_vertex_contacts && body.is_some();
         // Per contact projection; a substep projects each contact 2·iterations times.
-        let max_push = settle_push_m_per_s.map(|v| v * h / (2 * settings.iterations) as Real);
+        let max_push = settle_push_m_per_s.map(|v| v * h / (2 * *iterations) as Real);
         let x = &mut p.x;
         let w = &p.inv_mass;
-        let sweeps = 2 * settings.iterations;
+        let sweeps = 2 * *iterations;
         let kinds = &mut times.project_kinds;
         let mut laps = Laps::start();
         for it in 0..sweeps {
@@ -2141,6 +2292,7 @@ impl Solver {
             rest_area2,
             contacts,
             times,
+            last_stretch,
             ..
         } = self;
 
@@ -2155,7 +2307,8 @@ impl Solver {
             settle_push_m_per_s.is_none(),
         );
         times.check += t.elapsed();
-        result
+        *last_stretch = result?;
+        Ok(())
     }
 }
 
@@ -2486,7 +2639,7 @@ fn check_substep(
     rest_area2: &[Real],
     settings: &SolverSettings,
     check_penetration: bool,
-) -> Result<(), SubstepFailure> {
+) -> Result<Real, SubstepFailure> {
     // The particles and edges on one thread, the triangles on another (with `parallel`); the
     // checks then report in the same order as one after another.
     let particles_and_edges = || {
@@ -2532,7 +2685,7 @@ fn check_substep(
     if inverted > allowed {
         return Err(SubstepFailure::Inverted(inverted));
     }
-    Ok(())
+    Ok(worst)
 }
 
 /// The triangles of [`check_substep`], and how many of them flipped over the substep (their
@@ -2556,6 +2709,97 @@ fn inverted_triangles(p: &Particles, model: &ClothModel, rest_area2: &[Real]) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The rule of [`AdaptiveIterations`]: more above the tolerance (at least one, at most
+    /// twice), fewer below half of it only with quiet contacts (at most half), the bounds kept.
+    #[test]
+    fn adaptive_iterations_follow_the_stretch_and_the_contacts() {
+        let a = AdaptiveIterations {
+            min_iterations: 2,
+            max_iterations: 12,
+            stretch_tolerance: 0.02,
+        };
+        // Over the tolerance: 4 · 0.03 / 0.016 = 7.5 → 8, within 5..=8.
+        assert_eq!(a.next(4, 0.03, 0.0), 8);
+        // Just over: at least one more.
+        assert_eq!(a.next(4, 0.0201, 0.0), 6);
+        assert_eq!(a.next(6, 0.021, 0.0), 8);
+        // Far over: at most twice, and never past the maximum.
+        assert_eq!(a.next(4, 1.0, 0.0), 8);
+        assert_eq!(a.next(8, 1.0, 0.0), 12);
+        // Inside the band: the same, quiet or not.
+        assert_eq!(a.next(4, 0.015, 0.0), 4);
+        // Below half, quiet: 4 · 0.004 / 0.016 = 1 → at most halved, 2; never under the minimum.
+        assert_eq!(a.next(4, 0.004, 0.0), 2);
+        assert_eq!(a.next(8, 0.008, 0.0), 4);
+        assert_eq!(a.next(8, 0.009, 0.0), 5);
+        assert_eq!(a.next(2, 0.0, 0.0), 2);
+        // Below half with the contacts changing: kept.
+        assert_eq!(a.next(4, 0.004, 0.05), 4);
+        // Over half with the contacts changing: raised before the tolerance is reached.
+        assert_eq!(a.next(4, 0.012, 0.05), 5);
+        // A count outside the bounds comes back inside them; a non-finite stretch keeps it.
+        assert_eq!(a.next(1, 0.015, 0.0), 2);
+        assert_eq!(a.next(40, 0.015, 0.0), 12);
+        assert_eq!(a.next(4, Real::NAN, 0.0), 4);
+        // Within a frame it only rises.
+        assert_eq!(a.raise(4, 0.03), 8);
+        assert_eq!(a.raise(4, 0.0), 4);
+        assert_eq!(a.raise(4, 0.019), 4);
+    }
+
+    #[test]
+    fn bad_adaptive_iterations_are_refused_naming_the_field() {
+        let with = |a: AdaptiveIterations| SolverSettings {
+            adaptive_iterations: Some(a),
+            ..SolverSettings::default()
+        };
+        let d = AdaptiveIterations::default();
+        assert!(with(d).validate().is_ok());
+        for (bad, field) in [
+            (
+                AdaptiveIterations {
+                    min_iterations: 0,
+                    ..d
+                },
+                "adaptive_iterations.min_iterations",
+            ),
+            (
+                AdaptiveIterations {
+                    min_iterations: 4,
+                    max_iterations: 3,
+                    ..d
+                },
+                "adaptive_iterations.max_iterations",
+            ),
+            (
+                AdaptiveIterations {
+                    max_iterations: 101,
+                    ..d
+                },
+                "adaptive_iterations.max_iterations",
+            ),
+            (
+                AdaptiveIterations {
+                    stretch_tolerance: 0.0,
+                    ..d
+                },
+                "adaptive_iterations.stretch_tolerance",
+            ),
+            (
+                AdaptiveIterations {
+                    stretch_tolerance: Real::NAN,
+                    ..d
+                },
+                "adaptive_iterations.stretch_tolerance",
+            ),
+        ] {
+            match with(bad).validate() {
+                Err(SimError::Setting { field: f, .. }) => assert_eq!(f, field),
+                other => panic!("{bad:?}: {other:?}"),
+            }
+        }
+    }
 
     #[test]
     fn tethers_are_apart_only_with_own_particles_and_pinned_anchors() {
