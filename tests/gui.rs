@@ -244,6 +244,37 @@ fn the_span_limits_check_box_rebuilds_the_solver_with_them_and_undo_takes_them_a
 }
 
 #[test]
+fn the_adaptive_iterations_check_box_edits_the_scene_and_undo_restores_it() {
+    let mut h = harness(None);
+    loaded(&mut h);
+    open_advanced(&mut h);
+    assert_eq!(h.state().doc.scene.solver.adaptive_iterations, None);
+    assert!(h.query_by_label("Fewest iterations").is_none());
+    h.get_by_label("Per frame, from the stretch").click();
+    h.run_steps(2);
+    let iterations = h.state().doc.scene.solver.iterations;
+    let a = h
+        .state()
+        .doc
+        .scene
+        .solver
+        .adaptive_iterations
+        .expect("adaptive iterations on");
+    assert_eq!(a.min_iterations, iterations);
+    assert!(a.max_iterations >= 8.max(a.min_iterations), "{a:?}");
+    assert_eq!(a.stretch_tolerance, 0.02);
+    assert!(h.state().doc.dirty);
+    // Its bounds are shown, and the rebuilt solver runs with them.
+    assert!(h.query_by_label("Fewest iterations").is_some());
+    assert!(h.query_by_label("Stretch tolerance (%)").is_some());
+    wait_until(&mut h, "the rebuilt solver", |a| a.live.is_some());
+    h.state_mut().undo();
+    h.run_steps(2);
+    assert_eq!(h.state().doc.scene.solver.adaptive_iterations, None);
+    assert!(h.query_by_label("Fewest iterations").is_none());
+}
+
+#[test]
 fn the_stretch_solve_buttons_edit_the_scene_and_undo_restores_it() {
     let mut h = harness(None);
     loaded(&mut h);

@@ -424,6 +424,50 @@ fn advanced_solver_properties(ui: &mut egui::Ui, s: &mut crate::solver::SolverSe
              (docs/solver.md, Line passes after the shear and bending). Default 2.",
             );
             ui.end_row();
+            ui.label("Adaptive iterations");
+            let mut adaptive = s.adaptive_iterations.is_some();
+            if ui
+                .checkbox(&mut adaptive, "Per frame, from the stretch")
+                .on_hover_text(
+                    "Choose the iterations per substep on every frame from the stretch the last                  one left and how much the body contacts changed: quiet frames run the fewest,                  impacts get more, up to the most (docs/solver.md, Adaptive iterations).",
+                )
+                .changed()
+            {
+                s.adaptive_iterations = adaptive.then(|| crate::solver::AdaptiveIterations {
+                    min_iterations: s.iterations.min(crate::solver::MAX_ITERATIONS),
+                    max_iterations: (4 * s.iterations).clamp(8, crate::solver::MAX_ITERATIONS),
+                    ..Default::default()
+                });
+            }
+            ui.end_row();
+            if let Some(a) = &mut s.adaptive_iterations {
+                let max = crate::solver::MAX_ITERATIONS;
+                let label = ui.label("Fewest iterations");
+                ui.add(egui::DragValue::new(&mut a.min_iterations).range(1..=max))
+                    .labelled_by(label.id);
+                ui.end_row();
+                let label = ui.label("Most iterations");
+                ui.add(egui::DragValue::new(&mut a.max_iterations).range(a.min_iterations..=max))
+                    .labelled_by(label.id);
+                ui.end_row();
+                let label = ui.label("Stretch tolerance (%)");
+                let mut percent = a.stretch_tolerance * 100.0;
+                if ui
+                    .add(
+                        egui::DragValue::new(&mut percent)
+                            .range(0.1..=50.0)
+                            .speed(0.05)
+                            .fixed_decimals(1),
+                    )
+                    .labelled_by(label.id)
+                    .on_hover_text("The largest edge stretch aimed at, length / rest − 1.")
+                    .changed()
+                {
+                    a.stretch_tolerance = percent / 100.0;
+                }
+                ui.end_row();
+                a.max_iterations = a.max_iterations.max(a.min_iterations);
+            }
             ui.label("Span limits");
             let mut on = s.span_limit_slack >= 0.0;
             if ui
