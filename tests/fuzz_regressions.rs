@@ -432,7 +432,10 @@ fn scene_seeds() -> Vec<(String, Vec<u8>)> {
                 ..Default::default()
             },
         ],
-        solver: builtin_solver("production").unwrap(),
+        solver: drape::solver::SolverSettings {
+            adaptive_iterations: Some(drape::solver::AdaptiveIterations::default()),
+            ..builtin_solver("production").unwrap()
+        },
         timeline: Timeline {
             fps: 30.0,
             start_frame: 0,
