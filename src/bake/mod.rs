@@ -1257,6 +1257,37 @@ pub fn write_glb(
     )
 }
 
+/// Writes a bake as a USD text stage (`.usda`): the garments' render mesh and the body as
+/// meshes with time-sampled points on the timeline's frame numbers (see [`crate::io::usd`]).
+pub fn write_usd(
+    loaded: &LoadedScene,
+    result: &BakeResult,
+    out: &Path,
+) -> Result<(), crate::io::usd::UsdExportError> {
+    use crate::io::gltf_export::BodyExport;
+    use crate::io::usd::{write_bake_usd, UsdBake};
+    let body = loaded.body.as_ref().map(|b| {
+        if b.rig.is_animated() && result.body_poses.len() == result.frames.len() {
+            BodyExport::Animated {
+                rig: &b.rig,
+                poses: &result.body_poses,
+            }
+        } else {
+            BodyExport::Static(b.mesh())
+        }
+    });
+    write_bake_usd(
+        out,
+        &UsdBake {
+            garment: &result.render_mesh,
+            frames: &result.frames,
+            fps: result.fps,
+            start_frame: result.start_frame,
+            body,
+        },
+    )
+}
+
 /// Bakes a loaded scene, simulating it re-centred on [`LoadedScene::sim_origin_m`].
 pub fn bake(loaded: &LoadedScene, options: &BakeOptions) -> Result<BakeResult, BakeError> {
     bake_at(loaded, options, loaded.sim_origin_m())

@@ -27,6 +27,9 @@ pub struct BakeArgs {
     /// Also write an MDD point cache.
     #[arg(long)]
     mdd: Option<PathBuf>,
+    /// Also write a USD stage (.usda): garment and body with time-sampled points, metres, Y up.
+    #[arg(long)]
+    usd: Option<PathBuf>,
     /// Bake with this solver preset (built in: preview, production, final; or one in the
     /// user library) instead of the scene's own solver settings. The scene file is not
     /// changed.
@@ -53,9 +56,23 @@ pub fn run(args: BakeArgs) -> Result<(), String> {
             iterations: args.iterations,
         },
         args.stats.as_deref(),
-        args.pc2.as_deref(),
-        args.mdd.as_deref(),
+        &Extras {
+            pc2: args.pc2.as_deref(),
+            mdd: args.mdd.as_deref(),
+            usd: args.usd.as_deref(),
+        },
     )
+}
+
+/// The files a bake writes besides the .glb, when asked for.
+#[derive(Default)]
+struct Extras<'a> {
+    /// A PC2 point cache.
+    pc2: Option<&'a Path>,
+    /// An MDD point cache.
+    mdd: Option<&'a Path>,
+    /// A USD text stage.
+    usd: Option<&'a Path>,
 }
 
 /// Writes the built-in default scene and bakes it (the headless build's default).
@@ -71,8 +88,7 @@ pub fn run_default() -> Result<(), String> {
         None,
         &SolverOverrides::default(),
         Some(&dir.join("stats.json")),
-        None,
-        None,
+        &Extras::default(),
     )
 }
 
@@ -126,9 +142,9 @@ fn run_bake(
     frames: Option<u32>,
     overrides: &SolverOverrides,
     stats: Option<&Path>,
-    pc2: Option<&Path>,
-    mdd: Option<&Path>,
+    extras: &Extras,
 ) -> Result<(), String> {
+    check_usd_name(extras.usd)?;
     let mut loaded = LoadedScene::load(scene).map_err(|e| e.to_string())?;
     overrides.apply(&mut loaded)?;
     for w in &loaded.warnings {
@@ -160,7 +176,14 @@ fn run_bake(
     if let Some(bar) = &bar {
         bar.finish_and_clear();
     }
-    write_outputs(&loaded, &result, out, stats, pc2, mdd)
+    write_outputs(&loaded, &result, out, stats, extras)
+}
+
+/// Refuses a USD name the writer would refuse, before the bake rather than after it.
+fn check_usd_name(usd: Option<&Path>) -> Result<(), String> {
+    usd.map_or(Ok(()), |p| {
+        drape::io::usd::check_path(p).map_err(|e| format!("--usd {e}"))
+    })
 }
 
 fn write_outputs(
@@ -168,18 +191,21 @@ fn write_outputs(
     result: &BakeResult,
     out: &Path,
     stats: Option<&Path>,
-    pc2: Option<&Path>,
-    mdd: Option<&Path>,
+    extras: &Extras,
 ) -> Result<(), String> {
     drape::bake::write_glb(loaded, result, out).map_err(|e| e.to_string())?;
     eprintln!("wrote {} ({} frames)", out.display(), result.frames.len());
-    if let Some(p) = pc2 {
+    if let Some(p) = extras.pc2 {
         drape::io::cache::write_pc2(p, &result.frames, result.fps, result.start_frame as f32)
             .map_err(|e| e.to_string())?;
         eprintln!("wrote {}", p.display());
     }
-    if let Some(p) = mdd {
+    if let Some(p) = extras.mdd {
         drape::io::cache::write_mdd(p, &result.frames, result.fps).map_err(|e| e.to_string())?;
+        eprintln!("wrote {}", p.display());
+    }
+    if let Some(p) = extras.usd {
+        drape::bake::write_usd(loaded, result, p).map_err(|e| e.to_string())?;
         eprintln!("wrote {}", p.display());
     }
     let s = &result.stats;

@@ -705,7 +705,7 @@ fn check_mesh(path: &Path, m: &Mesh) -> Result<(), GltfExportError> {
 
 /// Vertex normals that are smooth across UV seams: computed on the mesh welded by rest position,
 /// then copied to every duplicate, so a seam never shows as a shading crease.
-struct SeamNormals {
+pub(crate) struct SeamNormals {
     welded: crate::mesh::Welded,
 }
 
@@ -713,13 +713,13 @@ impl SeamNormals {
     /// Vertices of the rest pose closer than this share a normal (m).
     const TOLERANCE_M: f32 = 1.0e-6;
 
-    fn new(mesh: &Mesh) -> Self {
+    pub(crate) fn new(mesh: &Mesh) -> Self {
         Self {
             welded: crate::mesh::weld(mesh, Self::TOLERANCE_M),
         }
     }
 
-    fn normals(&self, positions: &[Vec3]) -> Vec<Vec3> {
+    pub(crate) fn normals(&self, positions: &[Vec3]) -> Vec<Vec3> {
         let map = &self.welded.original_to_welded;
         let mut welded = vec![Vec3::ZERO; self.welded.mesh.positions.len()];
         for (i, &w) in map.iter().enumerate() {

@@ -7,6 +7,8 @@
 //!   ([`gltf_export::write_bake_glb`]), with the body static or skinned and animated in the same
 //!   animation, the contract in `DESIGN.md` §3 ("Baked glTF").
 //! - [`cache`] writes and reads the PC2 and MDD point caches of Blender's Mesh Cache modifier.
+//! - [`usd`] writes a bake as a USD text stage (`.usda`): garment and body with time-sampled
+//!   points.
 //! - [`inspect`](mod@inspect) summarises a glTF file (`drape inspect FILE.glb`).
 //!
 //! Writes are atomic ([`crate::file::atomic`]); the glTF container itself is read by
@@ -19,9 +21,11 @@ pub mod cache;
 pub mod gltf_export;
 pub mod gltf_import;
 pub mod inspect;
+pub mod usd;
 
 pub use crate::file::atomic::{write_atomic, write_atomic_with};
 pub use cache::{read_mdd, read_pc2, write_mdd, write_pc2, CacheError, Mdd, Pc2};
 pub use gltf_export::{write_bake_glb, write_static_glb, BakeExport, BodyExport, GltfExportError};
 pub use gltf_import::{load_mesh, load_meshes, GltfImportError};
 pub use inspect::{inspect, AnimationInfo, ChannelGroup, InspectReport, MeshInfo, SkinInfo};
+pub use usd::{write_bake_usd, UsdBake, UsdExportError};
