@@ -536,6 +536,7 @@ fn a_bake_exports_to_gltf_and_point_caches() {
         (FileAction::ExportGlb, "bake.glb"),
         (FileAction::ExportPc2, "bake.pc2"),
         (FileAction::ExportMdd, "bake.mdd"),
+        (FileAction::ExportUsd, "bake.usda"),
     ] {
         let path = tmp.path().join(name);
         h.state_mut().file_action(action, &path);
@@ -544,6 +545,28 @@ fn a_bake_exports_to_gltf_and_point_caches() {
     }
     let frames = drape::io::cache::read_pc2(&tmp.path().join("bake.pc2")).unwrap();
     assert_eq!(frames.frames.len(), 5);
+    let usd = std::fs::read_to_string(tmp.path().join("bake.usda")).unwrap();
+    let first = frames.start_frame;
+    assert!(
+        usd.contains(&format!("startTimeCode = {first}\n")),
+        "{usd:.400}"
+    );
+    assert!(
+        usd.contains(&format!("endTimeCode = {}\n", first + 4.0)),
+        "{usd:.400}"
+    );
+    // A name the USD writer refuses is an error in the status bar, and nothing is written.
+    let bad = tmp.path().join("bake.usdc");
+    h.state_mut().file_action(FileAction::ExportUsd, &bad);
+    assert!(
+        h.state()
+            .errors
+            .iter()
+            .any(|e| e.contains("bake.usdc") && e.contains(".usda")),
+        "{:?}",
+        h.state().errors
+    );
+    assert!(!bad.exists());
 }
 
 #[test]

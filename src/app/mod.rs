@@ -60,6 +60,8 @@ pub enum FileAction {
     ExportPc2,
     /// Export the bake as an MDD point cache.
     ExportMdd,
+    /// Export the bake as a USD text stage.
+    ExportUsd,
     /// Import a preset file into the user library.
     ImportPreset,
     /// Export the selected preset.
@@ -920,6 +922,10 @@ impl DrapeApp {
                     .add_filter("MDD point cache", &["mdd"])
                     .set_file_name("bake.mdd")
                     .save_file(),
+                FileAction::ExportUsd => d
+                    .add_filter("USD text stage", &["usda"])
+                    .set_file_name("bake.usda")
+                    .save_file(),
                 FileAction::ExportPreset => d
                     .add_filter("Drape preset", &["ron"])
                     .set_file_name("preset.ron")
@@ -944,9 +950,10 @@ impl DrapeApp {
                     }
                 }
             }
-            FileAction::ExportGlb | FileAction::ExportPc2 | FileAction::ExportMdd => {
-                self.export(action, path)
-            }
+            FileAction::ExportGlb
+            | FileAction::ExportPc2
+            | FileAction::ExportMdd
+            | FileAction::ExportUsd => self.export(action, path),
             FileAction::ImportPreset => {
                 match self.presets.import(path, false) {
                     Ok(entry) => self.status = format!("imported preset {}", entry.name),
@@ -974,6 +981,9 @@ impl DrapeApp {
                 baked.start_frame as f32,
             )
             .map_err(|e| e.to_string()),
+            FileAction::ExportUsd => {
+                crate::bake::write_usd(loaded, baked, path).map_err(|e| e.to_string())
+            }
             _ => crate::io::cache::write_mdd(path, &baked.frames, baked.fps)
                 .map_err(|e| e.to_string()),
         };

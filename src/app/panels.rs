@@ -75,6 +75,9 @@ fn menu_bar(app: &mut DrapeApp, ui: &mut egui::Ui) {
                     if ui.button("MDD point cache (.mdd)…").clicked() {
                         app.start_dialog(FileAction::ExportMdd);
                     }
+                    if ui.button("USD stage (.usda)…").clicked() {
+                        app.start_dialog(FileAction::ExportUsd);
+                    }
                 });
             });
             ui.separator();
