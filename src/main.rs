@@ -35,6 +35,9 @@ enum Command {
     /// Run the Cusick drape test (30 cm specimen on an 18 cm pedestal) on a fabric preset and
     /// print its drape coefficient.
     DrapeTest(cli::cusick::DrapeTestArgs),
+    /// Read a sewing pattern (a .ron file beside its SVG), mesh its panels and list them with
+    /// their edges and seams; `--out` writes the flat panels as a .glb.
+    Pattern(cli::pattern::PatternArgs),
     /// Open a scene in the desktop app.
     Open {
         /// The scene file (.ron).
@@ -53,6 +56,7 @@ fn main() -> ExitCode {
         Some(Command::Preset(args)) => cli::preset::run(args),
         Some(Command::Maps(command)) => cli::maps::run(command),
         Some(Command::DrapeTest(args)) => cli::cusick::run(args),
+        Some(Command::Pattern(args)) => cli::pattern::run(args),
         Some(Command::Open { scene }) => open_app(Some(scene)),
         None => open_app(None),
     };

@@ -8,4 +8,5 @@ pub mod bake;
 pub mod cusick;
 pub mod demo;
 pub mod maps;
+pub mod pattern;
 pub mod preset;

@@ -8,4 +8,5 @@
 pub mod binding;
 pub mod fit;
 pub mod material;
+pub mod pattern;
 pub mod proxy;
