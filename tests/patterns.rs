@@ -94,7 +94,7 @@ fn the_tshirt_panels_mesh_without_holes_and_its_seams_pair_vertex_for_vertex() {
             .sum::<f32>()
             / (3 * m.indices.len()) as f32;
         assert!(
-            (mean_edge - h as f32).abs() < 0.25 * h as f32,
+            (mean_edge - h).abs() < 0.25 * h,
             "{}: mean edge {mean_edge}",
             panel.name
         );

@@ -816,7 +816,10 @@ fn self_intersection(p: &[[f64; 2]]) -> Option<(usize, usize)> {
 mod tests {
     use super::*;
 
-    fn file(panels: &[(&str, usize)], seams: &[((&str, usize), (&str, usize))]) -> PatternFile {
+    /// A panel edge in a test: the panel's name and the edge's index.
+    type Edge<'a> = (&'a str, usize);
+
+    fn file(panels: &[Edge], seams: &[(Edge, Edge)]) -> PatternFile {
         PatternFile {
             version: 1,
             svg: "p.svg".into(),
