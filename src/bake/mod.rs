@@ -1227,16 +1227,14 @@ pub struct BakeResult {
     pub body_poses: Vec<Pose>,
 }
 
-/// Writes a bake as glTF binary: the garments' render mesh as morph-target animation, plus the
-/// body — skinned and animated when its rig moves and the bake recorded its poses, else its
-/// rest mesh, static.
-pub fn write_glb(
-    loaded: &LoadedScene,
-    result: &BakeResult,
-    out: &Path,
-) -> Result<(), crate::io::gltf_export::GltfExportError> {
-    use crate::io::gltf_export::{write_bake_glb, BakeExport, BodyExport};
-    let body = loaded.body.as_ref().map(|b| {
+/// The body as an export writes it: skinned and animated when its rig moves and the bake
+/// recorded a pose per frame, else its rest mesh, static; `None` without a body.
+fn body_export<'a>(
+    loaded: &'a LoadedScene,
+    result: &'a BakeResult,
+) -> Option<crate::io::gltf_export::BodyExport<'a>> {
+    use crate::io::gltf_export::BodyExport;
+    loaded.body.as_ref().map(|b| {
         if b.rig.is_animated() && result.body_poses.len() == result.frames.len() {
             BodyExport::Animated {
                 rig: &b.rig,
@@ -1245,7 +1243,19 @@ pub fn write_glb(
         } else {
             BodyExport::Static(b.mesh())
         }
-    });
+    })
+}
+
+/// Writes a bake as glTF binary: the garments' render mesh as morph-target animation, plus the
+/// body — skinned and animated when its rig moves and the bake recorded its poses, else its
+/// rest mesh, static.
+pub fn write_glb(
+    loaded: &LoadedScene,
+    result: &BakeResult,
+    out: &Path,
+) -> Result<(), crate::io::gltf_export::GltfExportError> {
+    use crate::io::gltf_export::{write_bake_glb, BakeExport};
+    let body = body_export(loaded, result);
     write_bake_glb(
         out,
         &BakeExport {
@@ -1264,18 +1274,8 @@ pub fn write_usd(
     result: &BakeResult,
     out: &Path,
 ) -> Result<(), crate::io::usd::UsdExportError> {
-    use crate::io::gltf_export::BodyExport;
     use crate::io::usd::{write_bake_usd, UsdBake};
-    let body = loaded.body.as_ref().map(|b| {
-        if b.rig.is_animated() && result.body_poses.len() == result.frames.len() {
-            BodyExport::Animated {
-                rig: &b.rig,
-                poses: &result.body_poses,
-            }
-        } else {
-            BodyExport::Static(b.mesh())
-        }
-    });
+    let body = body_export(loaded, result);
     write_bake_usd(
         out,
         &UsdBake {
