@@ -161,3 +161,37 @@ fn a_usd_bake_reads_back_in_pixars_library_and_matches_the_point_cache() {
         assert!(!err.contains("panicked"), "{err}");
     }
 }
+
+/// The built-in default scene's mannequin does not move: pxr reads its body as a static mesh
+/// (no time samples, normals per vertex), beside the time-sampled skirt.
+#[test]
+fn a_static_body_is_written_as_default_values_that_pxr_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = drape(&[&"demo", &dir.path()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let (glb, usd) = (dir.path().join("bake.glb"), dir.path().join("bake.usda"));
+    let o = drape(&[
+        &"bake",
+        &dir.path().join("scene.ron"),
+        &"--out",
+        &glb,
+        &"--frames",
+        &"2",
+        &"--usd",
+        &usd,
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let s = read_with_pxr(&usd, f64::from(i32::MAX), 3);
+    let g = &s["meshes"]["/Drape/Garment"];
+    assert_eq!(g["samples"].as_array().unwrap().len(), 2);
+    let b = &s["meshes"]["/Drape/Body"];
+    assert!(
+        b["samples"].as_array().unwrap().is_empty(),
+        "the static body has no samples"
+    );
+    assert!(b["points"].as_u64().unwrap() > 1000);
+    assert_eq!(b["normals"], b["points"]);
+    assert_eq!(b["normals_interpolation"], "vertex");
+    assert_eq!(b["point"], b["first_point"]);
+    assert_eq!(b["extent"], b["computed_extent"]);
+}

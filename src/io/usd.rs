@@ -251,8 +251,10 @@ fn write_mesh(
      -> std::io::Result<()> {
         let mut s = String::with_capacity(1 << 16);
         if !animated {
-            let _ = write!(s, "        {decl}{meta} = ");
+            // A default value comes before the attribute's metadata.
+            let _ = write!(s, "        {decl} = ");
             value(&frames[0], &mut s);
+            s.push_str(meta);
             s.push('\n');
             return w.write_all(s.as_bytes());
         }
