@@ -50,6 +50,9 @@ pub const PATTERN_VERSION: u32 = 1;
 pub const MIN_EDGE_LENGTH_M: Real = 0.002;
 /// Most vertices one panel may get, so a typo in the edge length cannot exhaust memory.
 pub const MAX_PANEL_VERTICES: usize = 200_000;
+/// Most points of one outline's fine polyline (a quarter edge length apart), which the
+/// self-crossing test compares pairwise.
+pub const MAX_OUTLINE_POINTS: usize = 20_000;
 
 /// A pattern file: which SVG, its units, the panels and the seams.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -571,6 +574,14 @@ impl Outline {
         }
         let outline = Outline { edges, lengths };
         let poly = outline.polyline(h / 4.0);
+        // The crossing test is quadratic in the points: bound it for hostile files.
+        if poly.len() > MAX_OUTLINE_POINTS {
+            return Err(format!(
+                "the outline needs {} points at this edge length, more than {MAX_OUTLINE_POINTS}; \
+                 raise edge_length_m or simplify the path",
+                poly.len()
+            ));
+        }
         if let Some((i, j)) = self_intersection(&poly) {
             return Err(format!(
                 "the outline crosses itself (near ({:.1}, {:.1}) mm and ({:.1}, {:.1}) mm)",
@@ -957,6 +968,14 @@ mod tests {
         // A width in millimetres states them.
         let mm = TWO.replace("viewBox", r#"width="600mm" viewBox"#);
         assert!((build(&f, &mm).unwrap().panels[0].edge_lengths_m[0] - 0.2).abs() < 1e-6);
+        // Six 10 m curves at 2 mm: too many points to test for crossings.
+        let wavy = r#"<svg><path d="M0,0 C2000,3000 4000,3000 6000,0 C8000,-3000 10000,-3000 12000,0
+            C12000,4000 12000,8000 12000,12000 C8000,12000 4000,12000 0,12000
+            C-3000,8000 -3000,4000 0,2000 L0,0 Z"/></svg>"#;
+        let mut f = file(&[("a", 0)], &[]);
+        f.edge_length_m = MIN_EDGE_LENGTH_M;
+        let e = bad(&f, wavy);
+        assert!(e.contains("points at this edge length"), "{e}");
         let mut f = file(&[("a", 0)], &[]);
         f.version = 2;
         assert!(bad(&f, TWO).contains("newer"));
