@@ -70,8 +70,8 @@ use crate::collide::self_collision::SelfCollision;
 use crate::collide::{BodyCollider, ColliderError, Contact, ProximityCache, SurfaceAnchor};
 use crate::constraints::{
     distance_and_gradient, friction_correction, multiplier_move, solve_attachment, solve_contact,
-    solve_span_limit, solve_tether, triangle_strain_and_gradient, Attachment, Bend, Distance,
-    Outcome, Shear, SpanLimit, Strain, Tether,
+    solve_distance, solve_span_limit, solve_tether, triangle_strain_and_gradient, Attachment, Bend,
+    Distance, Outcome, Shear, SpanLimit, Strain, Tether,
 };
 use crate::garment::material::ClothConstraints;
 pub use crate::garment::material::Membrane;
@@ -688,6 +688,15 @@ pub struct ClothModel {
     /// Long-range stretch limits between free particles
     /// ([`SolverSettings::span_limit_slack`]).
     pub span_limits: Vec<SpanLimit>,
+    /// Seam constraints of a sewing phase ([`crate::garment::sew`]): distance constraints
+    /// between the two sides of a seam, projected after the tethers. Their rest lengths shrink
+    /// toward zero as [`Solver::set_seam_opening`] says; empty in an ordinary garment.
+    pub seams: Vec<Distance>,
+    /// Where the self-collision measures each pair's rest distance, which bounds its
+    /// thickness (m, one per particle); empty: `positions`. A sewing phase puts the two sides
+    /// of each seam together here, so that self-collision does not hold a closing seam open.
+    /// A list of another length than `positions` is ignored.
+    pub collision_rest: Vec<Vec3>,
     /// Pins and soft attachments whose targets are bound to the body surface; their targets
     /// follow the body at every substep.
     pub body_bindings: Vec<BodyBinding>,
@@ -721,6 +730,16 @@ impl ClothModel {
             membrane: cloth.membrane,
             bend: cloth.bend,
             ..Self::default()
+        }
+    }
+
+    /// Where the self-collision measures rest distances: [`ClothModel::collision_rest`], or the
+    /// rest positions.
+    pub fn collision_rest(&self) -> &[Vec3] {
+        if self.collision_rest.len() == self.positions.len() {
+            &self.collision_rest
+        } else {
+            &self.positions
         }
     }
 
@@ -899,6 +918,10 @@ pub struct Solver {
     lambda_attach: Vec<Real>,
     lambda_tether: Vec<Real>,
     lambda_span: Vec<Real>,
+    lambda_seam: Vec<Real>,
+    /// Each seam's rest length (m) as the model gave it, which [`Solver::set_seam_opening`]
+    /// scales.
+    seam_rest_m: Vec<Real>,
     contacts: Vec<Contact>,
     lambda_contact: Vec<Real>,
     /// The length (s) of the substep whose contacts `contacts` holds (0 before the first).
@@ -1165,6 +1188,14 @@ impl Solver {
                 .flat_map(|(i, c)| [(i, c.particle), (i, c.anchor)]),
         )?;
         check(
+            "seam",
+            &mut model
+                .seams
+                .iter()
+                .enumerate()
+                .flat_map(|(i, c)| c.particles.map(|p| (i, p))),
+        )?;
+        check(
             "span limit",
             &mut model
                 .span_limits
@@ -1343,7 +1374,7 @@ impl Solver {
             SelfCollision::new(
                 &model.triangles,
                 &model.layer,
-                &model.positions,
+                model.collision_rest(),
                 settings.self_collision_thickness_m,
                 settings
                     .contact_margin_m
@@ -1364,6 +1395,8 @@ impl Solver {
             lambda_attach: vec![0.0; model.attach.len()],
             lambda_tether: vec![0.0; model.tethers.len()],
             lambda_span: vec![0.0; model.span_limits.len()],
+            lambda_seam: vec![0.0; model.seams.len()],
+            seam_rest_m: model.seams.iter().map(|c| c.rest_length_m).collect(),
             contacts: Vec::new(),
             lambda_contact: Vec::new(),
             contacts_h: 0.0,
@@ -1520,6 +1553,20 @@ impl Solver {
     pub fn set_pin_target(&mut self, pin: usize, target_m: Vec3) {
         if let Some(p) = self.model.pins.get_mut(pin) {
             p.target_m = target_m;
+        }
+    }
+
+    /// Sets how open the seams are: each seam constraint's rest length becomes `fraction` (0–1,
+    /// clamped) of the one the model gave it, so a sewing phase closes its seams over a set
+    /// time by lowering it from 1 to 0 between frames.
+    pub fn set_seam_opening(&mut self, fraction: Real) {
+        let f = if fraction.is_finite() {
+            fraction.clamp(0.0, 1.0)
+        } else {
+            0.0
+        };
+        for (c, &r) in self.model.seams.iter_mut().zip(&self.seam_rest_m) {
+            c.rest_length_m = r * f;
         }
     }
 
@@ -1880,7 +1927,7 @@ impl Solver {
             );
         }
         if let Some(sc) = self_collision.as_mut() {
-            sc.find_contacts(&p.x_prev, &p.x, &p.inv_mass, &model.positions);
+            sc.find_contacts(&p.x_prev, &p.x, &p.inv_mass, model.collision_rest());
         }
         let vertex_contacts = settings.body_vertex_contacts && body.is_some();
         if let (Some(body), true) = (body.as_ref(), vertex_contacts) {
@@ -1911,6 +1958,7 @@ impl Solver {
             lambda_attach,
             lambda_tether,
             lambda_span,
+            lambda_seam,
             contacts,
             lambda_contact,
             drag,
@@ -1954,6 +2002,7 @@ impl Solver {
         lambda_attach.fill(0.0);
         lambda_tether.fill(0.0);
         lambda_span.fill(0.0);
+        lambda_seam.fill(0.0);
         *lambda_drag = 0.0;
         if let Some(d) = drag.as_ref() {
             let step = (d.target_m - *drag_point).clamp_length_max(DRAG_SPEED_M_PER_S * h);
@@ -1978,6 +2027,7 @@ impl Solver {
             lambda_bend,
             lambda_attach,
             lambda_tether,
+            lambda_seam,
             lambda_span,
             contacts,
             lambda_contact,
@@ -2056,6 +2106,20 @@ impl Solver {
                     reverse,
                 );
             }
+            sweep(&model.seams, lambda_seam, reverse, |(c, l)| {
+                let [a, b] = c.particles.map(|i| i as usize);
+                if let Outcome::Move([da, db]) = solve_distance(
+                    [x[a], x[b]],
+                    [w[a], w[b]],
+                    c.rest_length_m,
+                    c.compliance_m_per_n,
+                    h,
+                    l,
+                ) {
+                    x[a] += da;
+                    x[b] += db;
+                }
+            });
             laps.split(&mut kinds.attachments);
             let relax = levels::StretchPass {
                 omega: settings.stretch_relaxation,
@@ -2201,6 +2265,7 @@ impl Solver {
             + model.bend.len()
             + model.attach.len()
             + model.tethers.len()
+            + model.seams.len()
             + model.span_limits.len()
             + usize::from(drag.is_some())
             + contacts.len()
