@@ -24,8 +24,9 @@
 //! - **Grain**: `grain_deg` is the warp's angle from the SVG's vertical axis (degrees,
 //!   counter-clockwise). The interior vertices lie on a triangular lattice whose rows run along
 //!   the weft, and every vertex's UV is its pattern position in metres in the grain's frame
-//!   (`u` along the weft, `v` along the warp), so direction-dependent fabric data and textures
-//!   follow the grain.
+//!   (`u` along the warp, `v` against the weft), so direction-dependent fabric data and
+//!   textures follow the grain; the rest of Drape reads the warp as the direction of
+//!   increasing `u` ([`crate::garment::material::build_cloth`]).
 //! - **Seams** pair two panel edges. Both edges are split into the same number of pieces (from
 //!   the longer one and the edge length), so each boundary vertex of one edge has exactly one
 //!   partner on the other: the start of `a` meets the end of `b` (two panels sewn face to face
@@ -76,6 +77,55 @@ pub struct PatternFile {
     /// 1); beyond it the seam is refused. Default 0.1.
     #[serde(default = "default_mismatch")]
     pub max_length_mismatch: Real,
+    /// How the panels are sewn around a body ([`SewingSpec`]); defaults when left out.
+    #[serde(default)]
+    pub sewing: SewingSpec,
+}
+
+/// How a pattern is placed and sewn around a body (`drape sew`, `docs/patterns.md`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SewingSpec {
+    /// Gap between the body and the panels as they are placed (m).
+    pub clearance_m: Real,
+    /// Time over which the seams close, their rest length going linearly to zero (s).
+    pub closing_s: Real,
+    /// Time the seams are held closed before they are welded (s).
+    pub hold_s: Real,
+    /// Time the welded garment settles under gravity on the body (s).
+    pub settle_s: Real,
+    /// Compliance of the seam constraints while they close (m/N).
+    pub seam_compliance_m_per_n: Real,
+    /// Velocity damping rate while the seams close, with gravity off (1/s).
+    pub closing_damping_per_s: Real,
+}
+
+impl Default for SewingSpec {
+    fn default() -> Self {
+        Self {
+            clearance_m: 0.02,
+            closing_s: 1.0,
+            hold_s: 0.25,
+            settle_s: 1.0,
+            seam_compliance_m_per_n: 1.0e-6,
+            closing_damping_per_s: 4.0,
+        }
+    }
+}
+
+/// Where a panel is placed around the body before sewing ([`crate::garment::place`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Arrangement {
+    /// In front of the torso, wrapped around it, seen from the front (the SVG's x to the
+    /// body's left).
+    Front,
+    /// Behind the torso, wrapped around it, drawn as seen from the front as well (so a
+    /// symmetric back panel sews to the front edge for edge).
+    Back,
+    /// Around the left arm (the body's left, +x), its top at the shoulder.
+    LeftArm,
+    /// Around the right arm (−x).
+    RightArm,
 }
 
 fn default_mismatch() -> Real {
@@ -93,6 +143,9 @@ pub struct PanelSpec {
     /// The warp's angle from the SVG's vertical axis (degrees, counter-clockwise).
     #[serde(default)]
     pub grain_deg: Real,
+    /// Where `drape sew` places it around the body; `None` leaves the panel out of sewing.
+    #[serde(default)]
+    pub place: Option<Arrangement>,
 }
 
 /// A seam: two panel edges sewn together.
@@ -135,6 +188,8 @@ pub struct Seam {
 /// A loaded pattern: its panels, meshed, and its seams.
 #[derive(Clone, Debug)]
 pub struct Pattern {
+    /// The pattern file it was built from.
+    pub file: PatternFile,
     /// The panels, in the pattern file's order.
     pub panels: Vec<Panel>,
     /// The seams, in the pattern file's order.
@@ -355,7 +410,11 @@ impl Pattern {
                 Seam { a, b, pairs }
             })
             .collect();
-        Ok(Pattern { panels, seams })
+        Ok(Pattern {
+            file: file.clone(),
+            panels,
+            seams,
+        })
     }
 }
 
@@ -752,7 +811,7 @@ impl Outline {
                 pos.iter()
                     .map(|&p| {
                         let q = to_grain(p);
-                        Vec2::new(q[0] as Real, q[1] as Real)
+                        Vec2::new(q[1] as Real, -q[0] as Real)
                     })
                     .collect(),
             ),
@@ -842,6 +901,7 @@ mod tests {
                     name: name.into(),
                     path,
                     grain_deg: 0.0,
+                    place: None,
                 })
                 .collect(),
             seams: seams
@@ -853,6 +913,7 @@ mod tests {
                 })
                 .collect(),
             max_length_mismatch: 0.1,
+            sewing: SewingSpec::default(),
         }
     }
 
@@ -932,8 +993,8 @@ mod tests {
         let p = build(&f, TWO).unwrap();
         let m = &p.panels[0].mesh;
         for (p, uv) in m.positions.iter().zip(m.uvs.as_ref().unwrap()) {
-            // The warp along −x: v = −x, u = y.
-            assert!((uv.y + p.x).abs() < 1e-6 && (uv.x - p.y).abs() < 1e-6);
+            // The warp along −x, the weft along +y: u = −x, v = −y.
+            assert!((uv.x + p.x).abs() < 1e-6 && (uv.y + p.y).abs() < 1e-6);
         }
     }
 
