@@ -110,7 +110,7 @@ fn find_waist_in(body: &Mesh, collider: &BodyCollider) -> Result<Waist, FitError
 
 /// The body's vertical axis `(x, z)`: the median of its vertices. Slices keep only the points
 /// near it (the torso), not the arms or hands that reach the same height.
-fn vertical_axis(body: &Mesh) -> (Real, Real) {
+pub(crate) fn vertical_axis(body: &Mesh) -> (Real, Real) {
     let median = |f: fn(&Vec3) -> Real| {
         let mut v: Vec<Real> = body.positions.iter().map(f).collect();
         v.sort_by(Real::total_cmp);

@@ -9,4 +9,5 @@ pub mod binding;
 pub mod fit;
 pub mod material;
 pub mod pattern;
+pub mod place;
 pub mod proxy;
