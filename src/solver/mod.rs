@@ -1073,6 +1073,31 @@ fn project_kind<T: Sync, P: Positions>(
 ///
 /// See "Why symmetric sweeps" in the module docs.
 #[inline]
+/// One Gauss–Seidel pass over the seam constraints.
+fn project_seams(
+    x: &mut [Vec3],
+    w: &[Real],
+    seams: &[Distance],
+    lambdas: &mut [Real],
+    reverse: bool,
+    h: Real,
+) {
+    sweep(seams, lambdas, reverse, |(c, l)| {
+        let [a, b] = c.particles.map(|i| i as usize);
+        if let Outcome::Move([da, db]) = solve_distance(
+            [x[a], x[b]],
+            [w[a], w[b]],
+            c.rest_length_m,
+            c.compliance_m_per_n,
+            h,
+            l,
+        ) {
+            x[a] += da;
+            x[b] += db;
+        }
+    });
+}
+
 fn sweep<T>(items: &[T], lambdas: &mut [Real], reverse: bool, f: impl FnMut((&T, &mut Real))) {
     let pairs = items.iter().zip(lambdas.iter_mut());
     if reverse {
@@ -2106,20 +2131,7 @@ impl Solver {
                     reverse,
                 );
             }
-            sweep(&model.seams, lambda_seam, reverse, |(c, l)| {
-                let [a, b] = c.particles.map(|i| i as usize);
-                if let Outcome::Move([da, db]) = solve_distance(
-                    [x[a], x[b]],
-                    [w[a], w[b]],
-                    c.rest_length_m,
-                    c.compliance_m_per_n,
-                    h,
-                    l,
-                ) {
-                    x[a] += da;
-                    x[b] += db;
-                }
-            });
+            project_seams(x, w, &model.seams, lambda_seam, reverse, h);
             laps.split(&mut kinds.attachments);
             let relax = levels::StretchPass {
                 omega: settings.stretch_relaxation,
@@ -2249,6 +2261,12 @@ impl Solver {
                 sc.project(x, w, reverse);
                 laps.split(&mut kinds.self_contacts);
             }
+            if !model.seams.is_empty() {
+                // Again last, so that a sweep ends with the seams at their rest length rather
+                // than where the line solves and the contacts left them.
+                project_seams(x, w, &model.seams, lambda_seam, !reverse, h);
+                laps.split(&mut kinds.attachments);
+            }
         }
         let self_contacts = self_collision.as_ref().map_or(0, |sc| sc.contacts().len());
         // With the membrane per triangle the edges are measured, not projected.
@@ -2265,7 +2283,7 @@ impl Solver {
             + model.bend.len()
             + model.attach.len()
             + model.tethers.len()
-            + model.seams.len()
+            + 2 * model.seams.len()
             + model.span_limits.len()
             + usize::from(drag.is_some())
             + contacts.len()
