@@ -788,12 +788,44 @@ impl Outline {
             .enumerate()
             .map(|(i, v)| (v.index(), i as u32))
             .collect();
+        // Inside: the faces an odd number of outline edges away from the outer face. Found by
+        // walking the faces (0–1 breadth-first), not by testing centroids, which the slivers of
+        // nearly collinear outline points put on either side of the outline at random.
+        let mut crossings = vec![u32::MAX; cdt.num_all_faces()];
+        let mut queue = std::collections::VecDeque::new();
+        for e in cdt.convex_hull() {
+            if let Some(f) = e.rev().face().as_inner() {
+                let d = u32::from(e.is_constraint_edge());
+                let k = f.fix().index();
+                if d < crossings[k] {
+                    crossings[k] = d;
+                    queue.push_back(f);
+                }
+            }
+        }
+        while let Some(f) = queue.pop_front() {
+            let d0 = crossings[f.fix().index()];
+            for e in f.adjacent_edges() {
+                let Some(g) = e.rev().face().as_inner() else {
+                    continue;
+                };
+                let c = u32::from(e.is_constraint_edge());
+                let k = g.fix().index();
+                if d0 + c < crossings[k] {
+                    crossings[k] = d0 + c;
+                    if c == 0 {
+                        queue.push_front(g);
+                    } else {
+                        queue.push_back(g);
+                    }
+                }
+            }
+        }
         let mut indices = Vec::new();
         for face in cdt.inner_faces() {
             let t = face.vertices().map(|v| index_of[&v.fix().index()]);
             let [a, b, c] = t.map(|i| pos[i as usize]);
-            let centroid = [(a[0] + b[0] + c[0]) / 3.0, (a[1] + b[1] + c[1]) / 3.0];
-            if !inside(&boundary, centroid) {
+            if crossings[face.fix().index()] % 2 == 0 {
                 continue;
             }
             let area2 = (b[0] - a[0]) * (c[1] - a[1]) - (c[0] - a[0]) * (b[1] - a[1]);
