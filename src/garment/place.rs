@@ -84,7 +84,7 @@ impl BodyFrame {
         let (lo, hi) =
             bounds(&body.positions).ok_or_else(|| fail("the mesh has no vertices".into()))?;
         let height = hi.y - lo.y;
-        if !(height > 0.1) {
+        if height.is_nan() || height <= 0.1 {
             return Err(fail(format!(
                 "it is {height:.3} m tall; a standing body in metres is expected"
             )));
