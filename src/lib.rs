@@ -27,6 +27,7 @@ pub mod mesh;
 pub mod paint;
 pub mod preset;
 pub mod scene;
+pub mod sew;
 pub mod solver;
 
 /// The crate version, as written into stats reports and exported files.

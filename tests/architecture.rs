@@ -24,6 +24,7 @@ const LAYERS: &[&str] = &[
     "preset",
     "scene",
     "bake",
+    "sew",
     "cusick",
     "app",
 ];
