@@ -38,6 +38,8 @@ enum Command {
     /// Read a sewing pattern (a .ron file beside its SVG), mesh its panels and list them with
     /// their edges and seams; `--out` writes the flat panels as a .glb.
     Pattern(cli::pattern::PatternArgs),
+    /// Place a pattern's panels around a body, sew them and write the sewn garment (.glb).
+    Sew(cli::sew::SewArgs),
     /// Open a scene in the desktop app.
     Open {
         /// The scene file (.ron).
@@ -57,6 +59,7 @@ fn main() -> ExitCode {
         Some(Command::Maps(command)) => cli::maps::run(command),
         Some(Command::DrapeTest(args)) => cli::cusick::run(args),
         Some(Command::Pattern(args)) => cli::pattern::run(args),
+        Some(Command::Sew(args)) => cli::sew::run(args),
         Some(Command::Open { scene }) => open_app(Some(scene)),
         None => open_app(None),
     };

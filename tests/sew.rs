@@ -1,7 +1,11 @@
 //! Sewing delfem2's T-shirt pattern (`../shared/data/patterns/ltshirt.svg`, MIT) on the
-//! mannequin: placement, closing, weld and settle, measured against the checks.
+//! mannequin: placement, closing, weld and settle, measured against the checks; and
+//! Drape's own drafted T-shirt through `drape demo --scene tshirt`, `drape sew` and a bake.
+
+mod common;
 
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
 use drape::garment::pattern::Pattern;
 use drape::solver::SolverSettings;
@@ -156,4 +160,120 @@ fn bad_sewing_settings_and_unplaced_patterns_are_clear_errors() {
     .unwrap_err()
     .to_string();
     assert!(e.contains("'sphere'") && e.contains("no shoulders"), "{e}");
+}
+
+fn drape(args: &[&std::ffi::OsStr]) -> (bool, String, String) {
+    let o = Command::new(env!("CARGO_BIN_EXE_drape"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        o.status.success(),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn the_tshirt_demo_sews_on_the_walking_mannequin_and_bakes() {
+    use drape::sew::tshirt::{write_tshirt, TSHIRT_GARMENT, TSHIRT_PATTERN, TSHIRT_SVG};
+    let dir = tempfile::tempdir().unwrap();
+    let (scene, r) = write_tshirt(dir.path(), None, &mut |_| {}).unwrap();
+    eprintln!("{r:#?}");
+    for f in [
+        TSHIRT_SVG,
+        TSHIRT_PATTERN,
+        TSHIRT_GARMENT,
+        "walking-mannequin.glb",
+    ] {
+        assert!(dir.path().join(f).is_file(), "{f}");
+    }
+    assert_eq!(r.panels, 4);
+    assert!(r.max_seam_gap_m <= 1.0e-3, "{r:?}");
+    assert_eq!(
+        (r.penetrations_at_weld, r.self_intersections_at_weld),
+        (0, 0),
+        "{r:?}"
+    );
+    assert_eq!((r.penetrations, r.self_intersections), (0, 0), "{r:?}");
+    // Measured 3.45 % (one edge at the armpit; 2.1 % on the static mannequin): a regression
+    // bound, not the 3 %, which the delfem2 T-shirt above meets.
+    assert!(r.max_stretch <= 0.05, "{r:?}");
+    // The sewn garment is an ordinary one: the scene loads and bakes it (two frames), valid.
+    let pattern = Pattern::load(&dir.path().join(TSHIRT_PATTERN)).unwrap();
+    let garment = drape::io::load_meshes(&dir.path().join(TSHIRT_GARMENT)).unwrap();
+    let n: usize = pattern.panels.iter().map(|p| p.mesh.positions.len()).sum();
+    assert_eq!(garment[0].positions.len(), n);
+    let out = dir.path().join("bake.glb");
+    let (ok, stdout, stderr) = drape(&[
+        "bake".as_ref(),
+        scene.as_os_str(),
+        "--out".as_ref(),
+        out.as_os_str(),
+        "--frames".as_ref(),
+        "2".as_ref(),
+    ]);
+    assert!(ok, "{stdout}{stderr}");
+    let report = common::validate_gltf(&out);
+    assert_eq!(report.errors, 0, "{:?}", report.messages);
+}
+
+#[test]
+fn drape_sew_writes_the_sewn_garment_and_refuses_bad_arguments() {
+    use drape::sew::tshirt::{tshirt_pattern_ron, tshirt_svg, TSHIRT_SVG};
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join(TSHIRT_SVG), tshirt_svg()).unwrap();
+    let pattern = dir.path().join("shirt.ron");
+    std::fs::write(&pattern, tshirt_pattern_ron(TSHIRT_SVG)).unwrap();
+    let out = dir.path().join("shirt.glb");
+    let preview = dir.path().join("preview.glb");
+    let p = pattern.as_os_str();
+    // Refused before any sewing.
+    let (ok, _, e) = drape(&["sew".as_ref(), p, "--out".as_ref(), "shirt.obj".as_ref()]);
+    assert!(!ok && e.contains("shirt.obj") && e.contains(".glb"), "{e}");
+    let (ok, _, e) = drape(&[
+        "sew".as_ref(),
+        p,
+        "--out".as_ref(),
+        out.as_os_str(),
+        "--fabric".as_ref(),
+        "velvet".as_ref(),
+    ]);
+    assert!(!ok && e.contains("velvet"), "{e}");
+    let (ok, _, e) = drape(&[
+        "sew".as_ref(),
+        p,
+        "--out".as_ref(),
+        out.as_os_str(),
+        "--body".as_ref(),
+        dir.path().join("none.glb").as_os_str(),
+    ]);
+    assert!(!ok && e.contains("none.glb"), "{e}");
+    assert!(!out.exists());
+    // Sewn on the mannequin: the report per seam, the garment and the preview.
+    let (ok, stdout, e) = drape(&[
+        "sew".as_ref(),
+        p,
+        "--out".as_ref(),
+        out.as_os_str(),
+        "--preview".as_ref(),
+        preview.as_os_str(),
+    ]);
+    assert!(ok, "{stdout}{e}");
+    assert!(
+        stdout.contains("sewn 4 panels")
+            && stdout.contains("seam 9: 'front' edge 1 to 'sleeve_r' edge 2"),
+        "{stdout}"
+    );
+    let gap: f64 = stdout
+        .split("largest seam gap at the weld ")
+        .nth(1)
+        .and_then(|s| s.split(' ').next())
+        .and_then(|s| s.parse().ok())
+        .unwrap();
+    assert!(gap <= 1.0, "{stdout}");
+    let report = common::validate_gltf(&out);
+    assert_eq!(report.errors, 0, "{:?}", report.messages);
+    assert_eq!(drape::io::load_meshes(&out).unwrap().len(), 1);
+    assert_eq!(drape::io::load_meshes(&preview).unwrap().len(), 4);
 }

@@ -17,7 +17,7 @@ pub struct DemoArgs {
     /// Cloth vertices per side (sphere-drop only).
     #[arg(long)]
     grid: Option<u32>,
-    /// The character to dress (fitted-skirt only): a closed, Y-up glTF body, skinned and
+    /// The character to dress (fitted-skirt and tshirt): a closed, Y-up glTF body, skinned and
     /// animated or not.
     #[arg(long)]
     body: Option<PathBuf>,
@@ -57,6 +57,9 @@ pub enum DemoKind {
     FittedSkirt,
     /// The mannequin walking in place (skinned and animated by Drape) in the default skirt.
     Walk,
+    /// Drape's T-shirt pattern (drafted in code) sewn on the walking mannequin, or on the
+    /// character given with --body, then baked over its animation.
+    Tshirt,
 }
 
 fn run_demo(
@@ -78,6 +81,29 @@ fn run_demo(
     if skirt.is_some() && scene != DemoKind::Walk {
         return Err("--rings and --segments apply to --scene walk only".into());
     }
+    if scene == DemoKind::Tshirt {
+        if grid.is_some() || waist_height.is_some() {
+            return Err("--grid and --waist-height do not apply to --scene tshirt".into());
+        }
+        eprintln!(
+            "sewing the T-shirt on {} ...",
+            body.map_or("the walking mannequin".into(), |b| b.display().to_string())
+        );
+        let (path, r) =
+            drape::sew::tshirt::write_tshirt(dir, body, &mut |_| {}).map_err(|e| e.to_string())?;
+        eprintln!(
+            "sewn: {} vertices, largest seam gap {:.2} mm, {} penetrations and {} \
+             self-intersections at the weld, largest stretch {:.2} % after the settle ({:.1} s)",
+            r.vertices,
+            r.max_seam_gap_m * 1e3,
+            r.penetrations_at_weld,
+            r.self_intersections_at_weld,
+            r.max_stretch * 100.0,
+            r.seconds
+        );
+        eprintln!("wrote {}", path.display());
+        return Ok(());
+    }
     let written = match (scene, grid, body) {
         (DemoKind::SphereDrop, grid, None) if waist_height.is_none() => {
             write_demo(dir, DemoScene::SphereDrop, grid)
@@ -98,7 +124,13 @@ fn run_demo(
         (_, Some(_), _) => {
             return Err("--grid applies to --scene sphere-drop only".into());
         }
-        _ => return Err("--body and --waist-height apply to --scene fitted-skirt only".into()),
+        _ => {
+            return Err(
+                "--body applies to --scene fitted-skirt and tshirt, --waist-height to \
+                 fitted-skirt only"
+                    .into(),
+            )
+        }
     };
     written
         .map(|p| eprintln!("wrote {}", p.display()))

@@ -10,3 +10,4 @@ pub mod demo;
 pub mod maps;
 pub mod pattern;
 pub mod preset;
+pub mod sew;
