@@ -40,10 +40,13 @@ enum Command {
     Pattern(cli::pattern::PatternArgs),
     /// Place a pattern's panels around a body, sew them and write the sewn garment (.glb).
     Sew(cli::sew::SewArgs),
-    /// Open a scene in the desktop app.
+    /// Open a scene (or the built-in default scene) in the desktop app.
     Open {
         /// The scene file (.ron).
-        scene: PathBuf,
+        scene: Option<PathBuf>,
+        /// Also open this sewing pattern (.ron beside its SVG) in the pattern window.
+        #[arg(long)]
+        pattern: Option<PathBuf>,
     },
 }
 
@@ -60,8 +63,8 @@ fn main() -> ExitCode {
         Some(Command::DrapeTest(args)) => cli::cusick::run(args),
         Some(Command::Pattern(args)) => cli::pattern::run(args),
         Some(Command::Sew(args)) => cli::sew::run(args),
-        Some(Command::Open { scene }) => open_app(Some(scene)),
-        None => open_app(None),
+        Some(Command::Open { scene, pattern }) => open_app(scene, pattern),
+        None => open_app(None, None),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -74,18 +77,28 @@ fn main() -> ExitCode {
 
 /// Opens the desktop app on a scene, or on the built-in default scene.
 #[cfg(feature = "gui")]
-fn open_app(scene: Option<PathBuf>) -> Result<(), String> {
+fn open_app(scene: Option<PathBuf>, pattern: Option<PathBuf>) -> Result<(), String> {
+    // A missing or broken file is reported here, before a window opens.
     if let Some(s) = &scene {
-        // A missing or broken file is reported here, before a window opens.
         drape::scene::Scene::load(s).map_err(|e| e.to_string())?;
     }
-    drape::app::run(scene)
+    if let Some(p) = &pattern {
+        drape::garment::pattern::Pattern::load(p).map_err(|e| e.to_string())?;
+    }
+    drape::app::run(scene, pattern)
 }
 
 /// Without the desktop app (built with `--no-default-features`): `open` is refused and the
 /// default is to write the built-in default scene and bake it.
 #[cfg(not(feature = "gui"))]
-fn open_app(scene: Option<PathBuf>) -> Result<(), String> {
+fn open_app(scene: Option<PathBuf>, pattern: Option<PathBuf>) -> Result<(), String> {
+    if pattern.is_some() {
+        return Err(
+            "--pattern: this build has no desktop app (built without the `gui` \
+                    feature); sew it with `drape sew`"
+                .into(),
+        );
+    }
     match scene {
         Some(s) => Err(format!(
             "{}: this build has no desktop app (built without the `gui` feature); bake it with \

@@ -1182,3 +1182,60 @@ fn paint_mode_shows_the_brush_circle_on_the_surface_under_the_pointer() {
     assert_eq!(h.state().brush_circle(), None);
     assert!(h.state().brush_ring_drawn().is_empty());
 }
+
+#[test]
+fn a_pattern_is_imported_shown_and_sewn_on_the_body_into_a_new_garment() {
+    use drape::app::FileAction;
+    use drape::sew::tshirt::{tshirt_pattern_ron, tshirt_svg, TSHIRT_SVG};
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join(TSHIRT_SVG), tshirt_svg()).unwrap();
+    let pattern = tmp.path().join("shirt.ron");
+    std::fs::write(&pattern, tshirt_pattern_ron(TSHIRT_SVG)).unwrap();
+    let mut h = harness(None);
+    loaded(&mut h);
+    // A broken pattern is an error naming the file; no window opens.
+    let bad = tmp.path().join("bad.ron");
+    std::fs::write(&bad, "(version: 1, svg: \"missing.svg\", panels: [])").unwrap();
+    h.state_mut().file_action(FileAction::ImportPattern, &bad);
+    assert!(h.state().pattern.is_none());
+    assert!(
+        h.state().errors.iter().any(|e| e.contains("bad.ron")),
+        "{:?}",
+        h.state().errors
+    );
+    h.state_mut().errors.clear();
+    h.state_mut()
+        .file_action(FileAction::ImportPattern, &pattern);
+    h.run_steps(2);
+    // The window lists the panels with their places and the seams with their lengths.
+    h.get_by_label_contains("Pattern: shirt.ron");
+    h.get_by_label_contains("sleeve_l: LeftArm");
+    h.get_by_label_contains("seam 9: front 1 (265 mm) to sleeve_r 2 (273 mm)");
+    let garments = h.state().doc.scene.garments.len();
+    h.get_by_label("Sew on the body").click();
+    h.run_steps(2);
+    assert!(h.state().pattern.as_ref().unwrap().sewing.is_some());
+    wait_until(&mut h, "the sewing", |a| {
+        a.doc.scene.garments.len() > garments || !a.errors.is_empty()
+    });
+    assert!(h.state().errors.is_empty(), "{:?}", h.state().errors);
+    let added = h.state().doc.scene.garments.last().unwrap().clone();
+    assert_eq!(added.name, "shirt.sewn");
+    let file = tmp.path().join("shirt.sewn.glb");
+    assert_eq!(added.path, file);
+    let sewn = drape::io::load_meshes(&file).unwrap();
+    let p = drape::garment::pattern::Pattern::load(&pattern).unwrap();
+    let n: usize = p.panels.iter().map(|p| p.mesh.positions.len()).sum();
+    assert_eq!(sewn[0].positions.len(), n);
+    let r = h.state().pattern.as_ref().unwrap().report.clone().unwrap();
+    assert!(r.max_seam_gap_m <= 1.0e-3, "{r:?}");
+    h.run_steps(2);
+    h.get_by_label_contains("Sewn: largest seam gap");
+    // One undo step takes the garment out again.
+    h.state_mut().undo();
+    assert_eq!(h.state().doc.scene.garments.len(), garments);
+    // Closing the window forgets the pattern.
+    h.state_mut().pattern = None;
+    h.run_steps(2);
+    assert!(h.query_by_label_contains("Pattern: shirt.ron").is_none());
+}

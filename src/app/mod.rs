@@ -8,6 +8,7 @@ pub mod camera;
 pub mod document;
 pub mod paint_mode;
 mod panels;
+pub mod pattern_window;
 pub mod recovery;
 pub mod viewport;
 pub mod worker;
@@ -52,6 +53,8 @@ pub enum FileAction {
     ImportGarment,
     /// Set the body.
     ImportBody,
+    /// Open a sewing pattern in the pattern window.
+    ImportPattern,
     /// Save the scene under a new name.
     SaveAs,
     /// Export the bake as glTF binary.
@@ -176,6 +179,8 @@ pub struct DrapeApp {
     pub preset_name: String,
     /// Show the preset library window.
     pub show_presets: bool,
+    /// The sewing pattern open in the pattern window (File > Import pattern…).
+    pub pattern: Option<pattern_window::PatternView>,
     /// The solver's mean stretch compliance (m/N), as the worker last reported it.
     pub solver_stretch_compliance_m_per_n: Option<Real>,
     /// How many span limits the solver holds, as the worker last reported it.
@@ -262,6 +267,7 @@ impl DrapeApp {
             preset_selected: None,
             preset_name: String::new(),
             show_presets: false,
+            pattern: None,
             solver_stretch_compliance_m_per_n: None,
             solver_span_limits: None,
             pending: None,
@@ -906,6 +912,7 @@ impl DrapeApp {
                     d.add_filter("glTF", &["glb", "gltf"]).pick_file()
                 }
                 FileAction::ImportPreset => d.add_filter("Drape preset", &["ron"]).pick_file(),
+                FileAction::ImportPattern => d.add_filter("Sewing pattern", &["ron"]).pick_file(),
                 FileAction::SaveAs => d
                     .add_filter("Drape scene", &["ron"])
                     .set_file_name("scene.ron")
@@ -943,6 +950,7 @@ impl DrapeApp {
             FileAction::OpenScene => self.request(Pending::Open(path.to_path_buf())),
             FileAction::ImportGarment => self.import_garment(path),
             FileAction::ImportBody => self.import_body(path),
+            FileAction::ImportPattern => self.import_pattern(path),
             FileAction::SaveAs => {
                 if self.save_to(path) {
                     if let Some(p) = self.after_save.take() {
@@ -1511,8 +1519,9 @@ impl Drop for DrapeApp {
     }
 }
 
-/// Runs the desktop app (blocks until the window closes).
-pub fn run(scene: Option<PathBuf>) -> Result<(), String> {
+/// Runs the desktop app (blocks until the window closes) on `scene` (or the built-in default
+/// scene), with the sewing pattern `pattern` open in the pattern window if given.
+pub fn run(scene: Option<PathBuf>, pattern: Option<PathBuf>) -> Result<(), String> {
     let _ = env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info"))
         .try_init();
     let options = eframe::NativeOptions {
@@ -1528,7 +1537,13 @@ pub fn run(scene: Option<PathBuf>) -> Result<(), String> {
     eframe::run_native(
         "Drape",
         options,
-        Box::new(move |cc| Ok(Box::new(DrapeApp::new(&cc.egui_ctx, scene.as_deref())))),
+        Box::new(move |cc| {
+            let mut app = DrapeApp::new(&cc.egui_ctx, scene.as_deref());
+            if let Some(p) = &pattern {
+                app.import_pattern(p);
+            }
+            Ok(Box::new(app))
+        }),
     )
     .map_err(|e| format!("cannot open the window: {e}"))
 }

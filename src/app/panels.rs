@@ -26,6 +26,7 @@ pub fn show(app: &mut DrapeApp, ui: &mut egui::Ui) {
     egui::CentralPanel::default().show(ui, |ui| viewport(app, ui));
     let ctx = ui.ctx().clone();
     presets_window(app, &ctx);
+    super::pattern_window::show(app, &ctx);
     errors_window(app, &ctx);
     unsaved_dialog(app, &ctx);
 }
@@ -55,6 +56,13 @@ fn menu_bar(app: &mut DrapeApp, ui: &mut egui::Ui) {
             }
             if ui.button("Import body…").clicked() {
                 app.start_dialog(FileAction::ImportBody);
+            }
+            if ui
+                .button("Import pattern…")
+                .on_hover_text("A sewing pattern (.ron beside its SVG), to sew on the body")
+                .clicked()
+            {
+                app.start_dialog(FileAction::ImportPattern);
             }
             ui.separator();
             if ui.button("Save").clicked() {
