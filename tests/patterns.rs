@@ -192,6 +192,15 @@ fn bad_patterns_name_the_file_and_the_panel_or_seam() {
         "{e}"
     );
     assert!(e.contains("285.5 mm") && e.contains("238.0 mm"), "{e}");
+    // A crease past 170° would lay the seam's sides on each other.
+    let e = err(
+        r#"unit_m: Some(0.001), panels: [(name: "back", path: 0), (name: "front", path: 1)],
+        seams: [(a: ("back", 2), b: ("front", 1), crease_deg: Some(200.0))]"#,
+    );
+    assert!(
+        e.contains("seam 0 ('back' edge 2 to 'front' edge 1)") && e.contains("crease_deg 200"),
+        "{e}"
+    );
     let e = err(r#"unit_m: Some(0.001), panels: [(name: "back", path: 0)], colour: 3"#);
     assert!(e.contains("pattern.ron") && e.contains("colour"), "{e}");
     let e =

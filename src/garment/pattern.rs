@@ -49,6 +49,10 @@ use crate::mesh::Mesh;
 pub const PATTERN_VERSION: u32 = 1;
 /// Finest edge length a pattern may ask for (m).
 pub const MIN_EDGE_LENGTH_M: Real = 0.002;
+
+/// Largest crease a seam may keep (degrees either way): a fold of 180° would lay the two
+/// sides on each other.
+pub const MAX_CREASE_DEG: Real = 170.0;
 /// Most vertices one panel may get, so a typo in the edge length cannot exhaust memory.
 pub const MAX_PANEL_VERTICES: usize = 200_000;
 /// Most points of one outline's fine polyline (a quarter edge length apart), which the
@@ -159,6 +163,11 @@ pub struct SeamSpec {
     /// Pair the start of `a` with the start of `b` (default: with its end).
     #[serde(default)]
     pub flip: bool,
+    /// The angle the welded seam keeps (degrees, −170 to 170; default none: sewn flat).
+    /// Positive folds the garment's outer faces toward each other across the seam, as a
+    /// collar turned down over the shirt; negative folds them apart.
+    #[serde(default)]
+    pub crease_deg: Option<Real>,
 }
 
 /// A triangulated panel.
@@ -183,6 +192,8 @@ pub struct Seam {
     pub b: (usize, usize),
     /// Vertex pairs `(vertex of a's panel, vertex of b's panel)`, from a's start to its end.
     pub pairs: Vec<(u32, u32)>,
+    /// The fold the welded seam keeps (rad; 0: flat), as [`SeamSpec::crease_deg`].
+    pub crease_rad: Real,
 }
 
 /// A loaded pattern: its panels, meshed, and its seams.
@@ -381,10 +392,20 @@ impl Pattern {
                     ),
                 ));
             }
+            let crease = seam.crease_deg.unwrap_or(0.0);
+            if !(crease.is_finite() && crease.abs() <= MAX_CREASE_DEG) {
+                return Err(invalid(
+                    &what,
+                    format!(
+                        "crease_deg {crease}; it must be between -{MAX_CREASE_DEG} and \
+                         {MAX_CREASE_DEG} degrees"
+                    ),
+                ));
+            }
             let n = ((longer / h as f64).round() as usize).max(1);
             pieces[a.0][a.1] = Some(n);
             pieces[b.0][b.1] = Some(n);
-            sides.push((a, b, seam.flip));
+            sides.push((a, b, seam.flip, crease.to_radians()));
         }
 
         let mut panels = Vec::with_capacity(outlines.len());
@@ -396,7 +417,7 @@ impl Pattern {
         }
         let seams = sides
             .into_iter()
-            .map(|(a, b, flip)| {
+            .map(|(a, b, flip, crease_rad)| {
                 let ea = &panels[a.0].edges[a.1];
                 let eb = &panels[b.0].edges[b.1];
                 let pairs = ea
@@ -407,7 +428,12 @@ impl Pattern {
                         (va, eb[j])
                     })
                     .collect();
-                Seam { a, b, pairs }
+                Seam {
+                    a,
+                    b,
+                    pairs,
+                    crease_rad,
+                }
             })
             .collect();
         Ok(Pattern {
@@ -942,6 +968,7 @@ mod tests {
                     a: (a.into(), i),
                     b: (b.into(), j),
                     flip: false,
+                    crease_deg: None,
                 })
                 .collect(),
             max_length_mismatch: 0.1,

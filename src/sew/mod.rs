@@ -311,7 +311,21 @@ pub fn sew(
             .map(|t| t.map(|i| welded_of[i as usize]))
             .collect(),
     );
-    let model = welded_model(&flat, &cloth, &welded, &welded_of, &tri_panel, fabric);
+    // The creased seams' welded edges: consecutive pairs along each seam.
+    let mut creases = std::collections::HashMap::new();
+    for s in &pattern.seams {
+        let pa = offset[s.a.0];
+        if pa == u32::MAX || offset[s.b.0] == u32::MAX || s.crease_rad == 0.0 {
+            continue;
+        }
+        for w in s.pairs.windows(2) {
+            let [u, v] = [w[0].0, w[1].0].map(|i| welded_of[(i + pa) as usize]);
+            creases.insert((u.min(v), u.max(v)), s.crease_rad);
+        }
+    }
+    let model = welded_model(
+        &flat, &cloth, &welded, &welded_of, &tri_panel, fabric, &creases,
+    );
     let body_collider = collider()?;
     let inside = |x: &[Vec3]| {
         x.iter()
@@ -423,9 +437,27 @@ fn check_spec(spec: &SewingSpec) -> Result<(), SewError> {
     Ok(())
 }
 
+/// The sign of the dihedral angle ([`crate::constraints::dihedral_angle_and_gradient`]) of a
+/// stencil `[e₀, e₁, o₀, o₁]` folded with its outer faces toward each other, where the
+/// triangle with `o₀` runs from `e₀` to `e₁` (`forward`) or back: measured on a unit stencil
+/// folded by 0.3 rad.
+fn outward_fold_sign(forward: bool) -> Real {
+    let y = if forward { 1.0 } else { -1.0 };
+    let (sin, cos) = (0.3 as Real).sin_cos();
+    let p = [
+        Vec3::ZERO,
+        Vec3::X,
+        Vec3::new(0.5, y, 0.0),
+        // The outer side is +z: the other triangle lifted toward it.
+        Vec3::new(0.5, -y * cos, sin),
+    ];
+    crate::constraints::dihedral_angle_and_gradient(p).map_or(1.0, |(t, _)| t.signum())
+}
+
 /// The welded garment's model: the panels' own constraints (flat rest shape) carried to the
 /// welded vertices, a seam edge's two halves joined into one stretch constraint (their
-/// stiffnesses add), and a flat bending constraint across every seam edge.
+/// stiffnesses add), and a bending constraint across every seam edge, flat or at the crease
+/// `creases` gives the welded edge (rad, positive folding the outer faces toward each other).
 fn welded_model(
     flat: &Mesh,
     cloth: &crate::garment::material::ClothConstraints,
@@ -433,6 +465,7 @@ fn welded_model(
     welded_of: &[u32],
     tri_panel: &[usize],
     fabric: &Fabric,
+    creases: &std::collections::HashMap<(u32, u32), Real>,
 ) -> ClothModel {
     let nw = welded.positions.len();
     let map = |i: u32| welded_of[i as usize];
@@ -501,10 +534,28 @@ fn welded_model(
             continue;
         };
         let a = rest_area(t1) + rest_area(t2);
+        let [e0, e1] = bp.edge;
+        let crease = creases
+            .get(&(e0.min(e1), e0.max(e1)))
+            .copied()
+            .unwrap_or(0.0);
+        let rest_angle_rad = if crease == 0.0 {
+            0.0
+        } else {
+            // The dihedral's sign for this stencil: the triangle with the first opposite
+            // vertex, running along the edge as its winding (the outer side) says.
+            let t = [t1, t2]
+                .map(|t| flat.indices[t as usize].map(map))
+                .into_iter()
+                .find(|t| t.contains(&bp.opposite[0]))
+                .unwrap_or([e0, e1, bp.opposite[0]]);
+            let forward = (0..3).any(|k| t[k] == e0 && t[(k + 1) % 3] == e1);
+            crease * outward_fold_sign(forward)
+        };
         if e2 > 0.0 && b_mean > 0.0 {
             bend.push(Bend {
                 particles: [bp.edge[0], bp.edge[1], bp.opposite[0], bp.opposite[1]],
-                rest_angle_rad: 0.0,
+                rest_angle_rad,
                 compliance_per_n_m: BEND_CALIBRATION * a / (3.0 * b_mean * e2),
             });
         }
@@ -522,5 +573,102 @@ fn welded_model(
         bend,
         triangles: welded.indices.clone(),
         ..ClothModel::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two one-triangle panels sewn along a 5 cm edge, welded flat, with the seam asked to
+    /// keep `crease_deg`: the angle the garment settles at (degrees, between the two
+    /// triangles' planes' normals) and whether the second triangle lies on the outer side of
+    /// the first.
+    fn settle_crease(crease_deg: Real, reversed: bool) -> (Real, bool) {
+        let l = 0.05;
+        // Panel A: e0, e1, o0 (counter-clockwise from +z, the outer side); panel B: e1', e0',
+        // o1, wound the same way once welded.
+        let mut flat = Mesh::new(
+            "two",
+            vec![
+                Vec3::ZERO,
+                Vec3::new(l, 0.0, 0.0),
+                Vec3::new(0.5 * l, l, 0.0),
+                Vec3::new(l, 0.0, 0.0),
+                Vec3::ZERO,
+                Vec3::new(0.5 * l, -l, 0.0),
+            ],
+            vec![[0, 1, 2], [3, 4, 5]],
+        );
+        if reversed {
+            // The same garment wound the other way: its outer side is −z.
+            for t in &mut flat.indices {
+                t.swap(1, 2);
+            }
+        }
+        let welded_of = vec![0, 1, 2, 1, 0, 3];
+        let mut fabric = crate::preset::builtin_fabric("cotton_shirting").unwrap();
+        fabric.damping_per_s = 20.0;
+        let cloth = build_cloth_oriented(&flat, &Topology::new(&flat), &fabric, None);
+        let welded = Mesh::new(
+            "welded",
+            vec![
+                Vec3::ZERO,
+                Vec3::new(l, 0.0, 0.0),
+                Vec3::new(0.5 * l, l, 0.0),
+                Vec3::new(0.5 * l, -l, 0.0),
+            ],
+            flat.indices
+                .iter()
+                .map(|t| t.map(|i| welded_of[i as usize]))
+                .collect(),
+        );
+        let creases = std::collections::HashMap::from([((0, 1), crease_deg.to_radians())]);
+        let model = welded_model(
+            &flat,
+            &cloth,
+            &welded,
+            &welded_of,
+            &[0, 1],
+            &fabric,
+            &creases,
+        );
+        assert_eq!(model.bend.len(), 1);
+        let settings = SolverSettings {
+            gravity_m_per_s2: [0.0; 3],
+            iterations: 8,
+            ..SolverSettings::default()
+        };
+        let mut sim = Solver::new(settings, model, None).unwrap();
+        // Nudged off the flat state the right way, so a crease toward either side can start.
+        sim.particles_mut().x[3].z += 1.0e-4;
+        for _ in 0..90 {
+            sim.step_frame(1.0 / 30.0).unwrap();
+        }
+        let x = &sim.particles().x;
+        let outer = if reversed { -1.0 } else { 1.0 };
+        let n_a = (x[1] - x[0]).cross(x[2] - x[0]).normalize() * outer;
+        let n_b = (x[0] - x[1]).cross(x[3] - x[1]).normalize() * outer;
+        let angle = n_a.dot(n_b).clamp(-1.0, 1.0).acos().to_degrees();
+        (angle, (x[3] - x[0]).dot(n_a) > 0.0)
+    }
+
+    #[test]
+    fn a_creased_seam_keeps_its_angle_folding_the_outer_faces_together() {
+        for reversed in [false, true] {
+            let (angle, inward) = settle_crease(90.0, reversed);
+            assert!(
+                (angle - 90.0).abs() < 5.0 && inward,
+                "{angle} {inward} {reversed}"
+            );
+            let (angle, inward) = settle_crease(-60.0, reversed);
+            assert!(
+                (angle - 60.0).abs() < 5.0 && !inward,
+                "{angle} {inward} {reversed}"
+            );
+        }
+        // No crease: the seam stays flat.
+        let (angle, _) = settle_crease(0.0, false);
+        assert!(angle < 1.0, "{angle}");
     }
 }
