@@ -253,7 +253,12 @@ pub fn show(app: &mut DrapeApp, ctx: &egui::Context) {
         app.sew_pattern();
     }
     if !open {
-        app.pattern = None;
+        if app.pattern.as_ref().is_some_and(|v| v.sewing.is_some()) {
+            // Closing would lose the garment being sewn: the window stays until it is added.
+            app.status = "sewing: the pattern window closes once the garment is added".into();
+        } else {
+            app.pattern = None;
+        }
     }
 }
 
