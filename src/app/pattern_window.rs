@@ -32,6 +32,8 @@ pub struct SewJob {
     progress: Arc<AtomicU32>,
     /// The garment file written and the report, or the error.
     done: mpsc::Receiver<Result<(PathBuf, SewReport), String>>,
+    /// The scene file it was started for: a garment sewn for another scene is not added.
+    scene: PathBuf,
 }
 
 impl SewJob {
@@ -49,6 +51,24 @@ pub fn sewn_garment_path(path: &Path) -> PathBuf {
     path.with_file_name(format!("{stem}.sewn.glb"))
 }
 
+/// `path`, or the first of `NAME-2.EXT`, `NAME-3.EXT`, … that no file has, so that sewing
+/// again never overwrites a garment the scene may name.
+fn free_path(path: &Path) -> PathBuf {
+    if !path.exists() {
+        return path.to_path_buf();
+    }
+    let stem = path
+        .file_stem()
+        .map_or_else(String::new, |s| s.to_string_lossy().into_owned());
+    let ext = path
+        .extension()
+        .map_or_else(String::new, |e| format!(".{}", e.to_string_lossy()));
+    (2..)
+        .map(|k| path.with_file_name(format!("{stem}-{k}{ext}")))
+        .find(|p| !p.exists())
+        .unwrap_or_else(|| path.to_path_buf())
+}
+
 /// Colours of the seams, in turn.
 const SEAM_COLOURS: [egui::Color32; 8] = [
     egui::Color32::from_rgb(230, 80, 70),
@@ -62,8 +82,16 @@ const SEAM_COLOURS: [egui::Color32; 8] = [
 ];
 
 impl DrapeApp {
-    /// Reads a sewing pattern and shows it in the pattern window.
+    /// Reads a sewing pattern and shows it in the pattern window (refused while a sewing
+    /// runs, whose garment would be lost).
     pub fn import_pattern(&mut self, path: &Path) {
+        if self.pattern.as_ref().is_some_and(|v| v.sewing.is_some()) {
+            self.fail(format!(
+                "{}: a pattern is being sewn; import another once its garment is added",
+                path.display()
+            ));
+            return;
+        }
         match Pattern::load(path) {
             Ok(pattern) => {
                 self.status = format!(
@@ -84,7 +112,8 @@ impl DrapeApp {
     }
 
     /// Sews the open pattern on the scene's body (its rest pose; Drape's mannequin when the
-    /// scene has none) in the scene's default fabric, on a worker thread.
+    /// scene has none) in the scene's default fabric, on a worker thread. The garment is
+    /// written beside the pattern, under a name no file has yet.
     pub fn sew_pattern(&mut self) {
         let Some(view) = self.pattern.as_mut() else {
             return;
@@ -92,10 +121,17 @@ impl DrapeApp {
         if view.sewing.is_some() {
             return;
         }
-        let body = match self.loaded.as_ref().and_then(|l| l.body.as_ref()) {
-            Some(b) => b.mesh().clone(),
-            None => crate::mesh::shapes::mannequin(),
-        };
+        // The body as loaded, or read on the worker (a scene without garments loads none).
+        let loaded_body = (self.loaded.as_ref())
+            .filter(|l| l.path == self.doc.path)
+            .and_then(|l| l.body.as_ref())
+            .map(|b| b.mesh().clone());
+        let body_file = (self.doc.scene.body.as_ref())
+            .map(|b| crate::scene::Scene::resolve(&self.doc.path, &b.path));
+        let body_name = body_file.as_ref().map_or_else(
+            || "Drape's mannequin".to_owned(),
+            |p| p.display().to_string(),
+        );
         let fabric = match crate::preset::Library::open_default()
             .and_then(|l| l.fabric(crate::garment::material::DEFAULT_FABRIC))
         {
@@ -107,7 +143,7 @@ impl DrapeApp {
             }
         };
         let pattern = view.pattern.clone();
-        let out = sewn_garment_path(&view.path);
+        let out = free_path(&sewn_garment_path(&view.path));
         let pattern_path = view.path.clone();
         let progress = Arc::new(AtomicU32::new(0));
         let (tx, rx) = mpsc::channel();
@@ -118,9 +154,19 @@ impl DrapeApp {
                 bar.store(f.to_bits(), Ordering::Relaxed);
                 ctx.request_repaint();
             };
+            let body = match (loaded_body, &body_file) {
+                (Some(b), _) => Ok(b),
+                (None, Some(file)) => crate::body::Rig::load(file, None)
+                    .map(|rig| rig.rest_mesh().clone())
+                    .map_err(|e| e.to_string()),
+                (None, None) => Ok(crate::mesh::shapes::mannequin()),
+            };
             let settings = crate::solver::SolverSettings::default();
-            let result = crate::sew::sew(&pattern, &body, &fabric, &settings, &mut tick)
-                .map_err(|e| format!("{}: {e}", pattern_path.display()))
+            let result = body
+                .and_then(|body| {
+                    crate::sew::sew(&pattern, &body, &fabric, &settings, &mut tick)
+                        .map_err(|e| format!("{} on {body_name}: {e}", pattern_path.display()))
+                })
                 .and_then(|sewn| {
                     let mut garment = sewn.mesh;
                     garment.name = out
@@ -133,7 +179,11 @@ impl DrapeApp {
             let _ = tx.send(result);
             ctx.request_repaint();
         });
-        view.sewing = Some(SewJob { progress, done: rx });
+        view.sewing = Some(SewJob {
+            progress,
+            done: rx,
+            scene: self.doc.path.clone(),
+        });
         self.status = "sewing…".into();
     }
 
@@ -148,13 +198,25 @@ impl DrapeApp {
         let result = match job.done.try_recv() {
             Ok(r) => r,
             Err(mpsc::TryRecvError::Empty) => return,
-            Err(mpsc::TryRecvError::Disconnected) => Err("the sewing stopped unexpectedly".into()),
+            Err(mpsc::TryRecvError::Disconnected) => Err(format!(
+                "{}: the sewing stopped unexpectedly",
+                view.path.display()
+            )),
         };
+        let same_scene = job.scene == self.doc.path;
         view.sewing = None;
         match result {
             Ok((path, report)) => {
                 view.report = Some(report);
-                self.import_garment(&path);
+                if same_scene {
+                    self.import_garment(&path);
+                } else {
+                    self.status = format!(
+                        "sewn garment written to {} (another scene is open now: add it with \
+                         File > Import garment)",
+                        path.display()
+                    );
+                }
             }
             Err(e) => self.fail(e),
         }
@@ -317,5 +379,23 @@ fn draw_panels(ui: &mut egui::Ui, p: &Pattern) {
             egui::FontId::proportional(13.0),
             ui.visuals().text_color(),
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sewing_again_writes_beside_the_earlier_garment_not_over_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = sewn_garment_path(&dir.path().join("shirt.ron"));
+        assert_eq!(first, dir.path().join("shirt.sewn.glb"));
+        assert_eq!(free_path(&first), first);
+        std::fs::write(&first, b"x").unwrap();
+        let second = free_path(&first);
+        assert_eq!(second, dir.path().join("shirt.sewn-2.glb"));
+        std::fs::write(&second, b"x").unwrap();
+        assert_eq!(free_path(&first), dir.path().join("shirt.sewn-3.glb"));
     }
 }
