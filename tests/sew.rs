@@ -249,6 +249,20 @@ fn drape_sew_writes_the_sewn_garment_and_refuses_bad_arguments() {
         dir.path().join("none.glb").as_os_str(),
     ]);
     assert!(!ok && e.contains("none.glb"), "{e}");
+    // A body that is no standing figure: the error names the body file, not the pattern.
+    let ball = dir.path().join("ball.glb");
+    let mut sphere = drape::mesh::shapes::uv_sphere(0.3, 24, 16);
+    sphere.name = "ball".into();
+    drape::io::write_static_glb(&ball, &[&sphere]).unwrap();
+    let (ok, _, e) = drape(&[
+        "sew".as_ref(),
+        p,
+        "--out".as_ref(),
+        out.as_os_str(),
+        "--body".as_ref(),
+        ball.as_os_str(),
+    ]);
+    assert!(!ok && e.contains("ball.glb: body mesh 'ball'"), "{e}");
     assert!(!out.exists());
     // Sewn on the mannequin: the report per seam, the garment and the preview.
     let (ok, stdout, e) = drape(&[

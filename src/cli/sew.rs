@@ -72,7 +72,17 @@ pub fn run(args: SewArgs) -> Result<(), String> {
         &SolverSettings::default(),
         &mut progress,
     )
-    .map_err(|e| format!("{}: {e}", args.pattern.display()))?;
+    .map_err(|e| match e {
+        // The body's problem is the body file's, not the pattern's.
+        drape::sew::SewError::Place(drape::garment::place::PlaceError::Body { .. }) => {
+            let body = args.body.as_ref().map_or_else(
+                || "Drape's mannequin".to_owned(),
+                |b| b.display().to_string(),
+            );
+            format!("{body}: {e}")
+        }
+        e => format!("{}: {e}", args.pattern.display()),
+    })?;
     if let Some(bar) = bar {
         bar.finish_and_clear();
     }

@@ -345,7 +345,10 @@ pub fn place_panels(
             }
             grow += 0.01;
             if grow > 0.2 {
-                let (i, _) = torso[0];
+                let i = (torso.iter())
+                    .map(|&(i, _)| i)
+                    .find(|&i| !clear_of_body(&positions[i]))
+                    .unwrap_or(torso[0].0);
                 return Err(PlaceError::Panel {
                     panel: pattern.panels[i].name.clone(),
                     problem: "no cylinder around the torso up to 20 cm wider than it keeps the \

@@ -353,7 +353,13 @@ pub fn sew(
         p.x.clone_from(&wx);
         p.x_prev.clone_from(&wx);
     }
-    let mut max_stretch = 0.0;
+    // Without a settle, the stretch of the welded shape itself.
+    let mut max_stretch = (sim.model().stretch.iter())
+        .map(|d| {
+            let [a, b] = d.particles.map(|i| wx[i as usize]);
+            a.distance(b) / d.rest_length_m - 1.0
+        })
+        .fold(0.0, Real::max);
     for f in 0..settle_frames {
         let err = sim_err("settling", &sim);
         max_stretch = sim.step_frame(dt).map_err(err)?.max_stretch;
