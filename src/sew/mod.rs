@@ -23,7 +23,7 @@ pub mod tshirt;
 
 use std::time::Instant;
 
-use crate::bake::stats::count_self_intersections;
+use crate::bake::stats::{count_self_intersections, edge_stretch};
 use crate::collide::BodyCollider;
 use crate::constraints::{Bend, Distance};
 use crate::garment::material::{build_cloth_oriented, Fabric, BEND_CALIBRATION};
@@ -275,18 +275,15 @@ pub fn sew(
             source,
         }
     };
-    let mut sim = Solver::new(closing_settings, model, Some(collider()?)).map_err(|source| {
-        SewError::Sim {
-            phase: "closing",
+    let solver_at_rest = |phase: &'static str, settings: SolverSettings, model: ClothModel| {
+        // The solver starts at rest at the model's positions.
+        Solver::new(settings, model, Some(collider()?)).map_err(|source| SewError::Sim {
+            phase,
             time_s: 0.0,
             source,
-        }
-    })?;
-    {
-        let p = sim.particles_mut();
-        p.x.clone_from(&x0);
-        p.x_prev.clone_from(&x0);
-    }
+        })
+    };
+    let mut sim = solver_at_rest("closing", closing_settings, model)?;
     let dt = 1.0 / SEW_FPS;
     for f in 0..closing_frames + hold_frames {
         sim.set_seam_opening(1.0 - (f + 1) as Real / closing_frames as Real);
@@ -342,24 +339,10 @@ pub fn sew(
         iterations: solver.iterations.max(SETTLE_ITERATIONS),
         ..solver.clone()
     };
-    let mut sim =
-        Solver::new(settle_settings, model, Some(collider()?)).map_err(|source| SewError::Sim {
-            phase: "settling",
-            time_s: 0.0,
-            source,
-        })?;
-    {
-        let p = sim.particles_mut();
-        p.x.clone_from(&wx);
-        p.x_prev.clone_from(&wx);
-    }
+    let mut sim = solver_at_rest("settling", settle_settings, model)?;
     // Without a settle, the stretch of the welded shape itself.
-    let mut max_stretch = (sim.model().stretch.iter())
-        .map(|d| {
-            let [a, b] = d.particles.map(|i| wx[i as usize]);
-            a.distance(b) / d.rest_length_m - 1.0
-        })
-        .fold(0.0, Real::max);
+    let edges = sim.model().stretch.iter();
+    let (mut max_stretch, _) = edge_stretch(&wx, edges.map(|d| (d.particles, d.rest_length_m)));
     for f in 0..settle_frames {
         let err = sim_err("settling", &sim);
         max_stretch = sim.step_frame(dt).map_err(err)?.max_stretch;
