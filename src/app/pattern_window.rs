@@ -264,16 +264,7 @@ pub fn show(app: &mut DrapeApp, ctx: &egui::Context) {
                 }
             });
             if let Some(r) = &view.report {
-                ui.label(format!(
-                    "Sewn: largest seam gap {:.2} mm, {} penetrations and {} \
-                     self-intersections at the weld, largest stretch {:.1} % after the \
-                     settle ({:.1} s)",
-                    r.max_seam_gap_m * 1e3,
-                    r.penetrations_at_weld,
-                    r.self_intersections_at_weld,
-                    r.max_stretch * 100.0,
-                    r.seconds
-                ));
+                ui.label(format!("Sewn: {r}"));
             }
             ui.separator();
             ui.columns(2, |cols| {

@@ -91,17 +91,7 @@ pub fn run(args: SewArgs) -> Result<(), String> {
         "sewn {} panels, {} seam vertex pairs: {} vertices, {} triangles",
         r.panels, r.seam_pairs, r.vertices, r.triangles
     );
-    println!(
-        "largest seam gap at the weld {:.2} mm; at the weld {} body penetrations, {} \
-         self-intersections; after the settle {} and {}, largest stretch {:.2} %; {:.1} s",
-        r.max_seam_gap_m * 1e3,
-        r.penetrations_at_weld,
-        r.self_intersections_at_weld,
-        r.penetrations,
-        r.self_intersections,
-        r.max_stretch * 100.0,
-        r.seconds
-    );
+    println!("{r}");
     for (k, (seam, gap)) in pattern.seams.iter().zip(&r.seam_gaps_m).enumerate() {
         let name = |(p, e): (usize, usize)| format!("'{}' edge {e}", pattern.panels[p].name);
         println!(

@@ -94,6 +94,25 @@ pub struct SewReport {
     pub seconds: f64,
 }
 
+impl std::fmt::Display for SewReport {
+    /// One line: the gap, penetrations and self-intersections at the weld, the same and the
+    /// stretch after the settle, and the time.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "largest seam gap at the weld {:.2} mm; at the weld {} body penetrations, {} \
+             self-intersections; after the settle {} and {}, largest stretch {:.2} %; {:.1} s",
+            self.max_seam_gap_m * 1e3,
+            self.penetrations_at_weld,
+            self.self_intersections_at_weld,
+            self.penetrations,
+            self.self_intersections,
+            self.max_stretch * 100.0,
+            self.seconds
+        )
+    }
+}
+
 /// A sewn garment.
 #[derive(Clone, Debug)]
 pub struct Sewn {
