@@ -1186,11 +1186,8 @@ fn paint_mode_shows_the_brush_circle_on_the_surface_under_the_pointer() {
 #[test]
 fn a_pattern_is_imported_shown_and_sewn_on_the_body_into_a_new_garment() {
     use drape::app::FileAction;
-    use drape::sew::tshirt::{tshirt_pattern_ron, tshirt_svg, TSHIRT_SVG};
     let tmp = tempfile::tempdir().unwrap();
-    std::fs::write(tmp.path().join(TSHIRT_SVG), tshirt_svg()).unwrap();
-    let pattern = tmp.path().join("shirt.ron");
-    std::fs::write(&pattern, tshirt_pattern_ron(TSHIRT_SVG)).unwrap();
+    let pattern = drape::sew::tshirt::write_tshirt_pattern(tmp.path(), "shirt.ron").unwrap();
     let mut h = harness(None);
     loaded(&mut h);
     // A broken pattern is an error naming the file; no window opens.

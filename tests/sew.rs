@@ -220,11 +220,8 @@ fn the_tshirt_demo_sews_on_the_walking_mannequin_and_bakes() {
 
 #[test]
 fn drape_sew_writes_the_sewn_garment_and_refuses_bad_arguments() {
-    use drape::sew::tshirt::{tshirt_pattern_ron, tshirt_svg, TSHIRT_SVG};
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join(TSHIRT_SVG), tshirt_svg()).unwrap();
-    let pattern = dir.path().join("shirt.ron");
-    std::fs::write(&pattern, tshirt_pattern_ron(TSHIRT_SVG)).unwrap();
+    let pattern = drape::sew::tshirt::write_tshirt_pattern(dir.path(), "shirt.ron").unwrap();
     let out = dir.path().join("shirt.glb");
     let preview = dir.path().join("preview.glb");
     let p = pattern.as_os_str();

@@ -158,6 +158,26 @@ pub fn tshirt_pattern_ron(svg: &str) -> String {
     )
 }
 
+/// Writes the T-shirt's pattern into `dir` (created if needed): `tshirt.svg` and the pattern
+/// file `file_name` that reads it. Returns the pattern file's path.
+pub fn write_tshirt_pattern(dir: &Path, file_name: &str) -> Result<PathBuf, TshirtError> {
+    std::fs::create_dir_all(dir).map_err(|source| DemoError::Folder {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    let write = |name: &str, text: &str| {
+        let path = dir.join(name);
+        crate::file::atomic::write_atomic(&path, text.as_bytes())
+            .map_err(|source| TshirtError::Write {
+                path: path.clone(),
+                source,
+            })
+            .map(|()| path)
+    };
+    write(TSHIRT_SVG, &tshirt_svg())?;
+    write(file_name, &tshirt_pattern_ron(TSHIRT_SVG))
+}
+
 /// Writes the T-shirt scene into `dir`: the pattern (`tshirt.svg`, `tshirt.ron`), the shirt
 /// sewn on the body (`tshirt.glb`) and `scene.ron`. The body is `body_glb`'s rest pose, or,
 /// without one, Drape's walking mannequin (written beside it, the scene baking its walk).
@@ -168,18 +188,7 @@ pub fn write_tshirt(
     body_glb: Option<&Path>,
     progress: &mut dyn FnMut(f32),
 ) -> Result<(PathBuf, SewReport), TshirtError> {
-    std::fs::create_dir_all(dir).map_err(|source| DemoError::Folder {
-        path: dir.to_path_buf(),
-        source,
-    })?;
-    let write = |name: &str, text: &str| {
-        let path = dir.join(name);
-        crate::file::atomic::write_atomic(&path, text.as_bytes())
-            .map_err(|source| TshirtError::Write { path, source })
-    };
-    write(TSHIRT_SVG, &tshirt_svg())?;
-    write(TSHIRT_PATTERN, &tshirt_pattern_ron(TSHIRT_SVG))?;
-    let pattern = Pattern::load(&dir.join(TSHIRT_PATTERN))?;
+    let pattern = Pattern::load(&write_tshirt_pattern(dir, TSHIRT_PATTERN)?)?;
     let (rest, body_spec, timeline) = match body_glb {
         Some(path) => {
             let rig = crate::body::Rig::load(path, None).map_err(DemoError::from)?;
