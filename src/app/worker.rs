@@ -389,7 +389,10 @@ impl State {
         let penetrations = sim
             .solver
             .body()
-            .map(|b| crate::collide::measure_penetrations(b, &render).count)
+            .map(|b| {
+                let gap = 2.0 * sim.solver.settings().collision_thickness_m;
+                crate::collide::measure_penetrations(b, &render, gap).count
+            })
             .unwrap_or(0);
         let view = FrameView {
             frame: sim.frame,

@@ -1380,6 +1380,8 @@ pub fn bake_at(
         })
         .collect();
     let render_of = |x: &[Vec3]| -> Vec<Vec3> { loaded.render_positions(&offsets, x) };
+    // Cloth where two parts of the body leave less room than this is pinched between them.
+    let pinch_gap_m = 2.0 * scene.solver.collision_thickness_m;
     let mut frames = Vec::with_capacity(total.min(4096));
     let mut per_frame = Vec::with_capacity(total.min(4096));
     let mut sim_seconds = 0.0f64;
@@ -1413,7 +1415,7 @@ pub fn bake_at(
         );
         let pen = solver
             .body()
-            .map(|b| measure_penetrations(b, &render))
+            .map(|b| measure_penetrations(b, &render, pinch_gap_m))
             .unwrap_or_default();
         per_frame.push(FrameStats {
             frame,
@@ -1421,6 +1423,7 @@ pub fn bake_at(
             mean_stretch,
             body_penetrations: pen.count,
             max_penetration_m: pen.max_depth_m,
+            pinched_vertices: pen.pinched,
             self_intersections: count_self_intersections(x, &sim_triangles),
             max_residual: report.max_residual_m,
             rollbacks: report.rollbacks,

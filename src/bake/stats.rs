@@ -38,10 +38,16 @@ pub struct FrameStats {
     pub max_stretch: Real,
     /// Mean edge stretch.
     pub mean_stretch: Real,
-    /// Render vertices strictly inside the body.
+    /// Render vertices strictly inside the body where it leaves room: not pinched
+    /// (`pinched_vertices`).
     pub body_penetrations: usize,
     /// Deepest render vertex inside the body (m).
     pub max_penetration_m: Real,
+    /// Render vertices pinched between two parts of the body: inside the body or within twice
+    /// the collision thickness of it, where the body leaves less than twice the collision
+    /// thickness of room ([`crate::collide::measure_penetrations`]).
+    #[serde(default)]
+    pub pinched_vertices: usize,
     /// Pairs of non-adjacent garment triangles that intersect.
     pub self_intersections: usize,
     /// Largest stretch residual `|C + α̃·λ|` in the last iteration of the frame (m).
@@ -67,6 +73,12 @@ pub struct Summary {
     pub max_penetration_m: Real,
     /// Largest `self_intersections` over frames.
     pub self_intersections: usize,
+    /// Largest `pinched_vertices` over frames.
+    #[serde(default)]
+    pub pinched_vertices: usize,
+    /// Frames with at least one pinched vertex.
+    #[serde(default)]
+    pub pinched_frames: usize,
     /// Total rollbacks.
     pub rollbacks: u32,
     /// Mean of `iterations` over the simulated frames (those with `iterations > 0`).
@@ -170,6 +182,8 @@ impl Stats {
                 body_penetrations: s.body_penetrations.max(f.body_penetrations),
                 max_penetration_m: s.max_penetration_m.max(f.max_penetration_m),
                 self_intersections: s.self_intersections.max(f.self_intersections),
+                pinched_vertices: s.pinched_vertices.max(f.pinched_vertices),
+                pinched_frames: s.pinched_frames + usize::from(f.pinched_vertices > 0),
                 rollbacks: s.rollbacks + f.rollbacks,
                 mean_iterations: 0.0,
             });

@@ -103,7 +103,7 @@ impl std::fmt::Debug for BodyCollider {
 /// Vertices of the body closer than this are merged before the collider is built (m).
 pub const BODY_WELD_TOLERANCE_M: Real = 1.0e-6;
 
-/// One particle–body contact, valid for one substep. 44 bytes.
+/// One particle–body contact, valid for one substep. 48 bytes.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Contact {
     /// Particle index.
@@ -118,6 +118,11 @@ pub struct Contact {
     /// Distance the particle keeps from the surface (m): the collision thickness, or less where
     /// the particle is pinched between two surfaces closer than twice that.
     pub thickness_m: Real,
+    /// Whether the particle is held between two parts of the body: it has this contact and an
+    /// opposing one on a surface facing the other way (an arm against the torso), or the body
+    /// overlaps itself there and leaves it no room. The failure checks leave such a particle
+    /// out: the body moves it, and smaller steps cannot make it room.
+    pub pinched: bool,
 }
 
 /// Result of a point query against the body.
@@ -591,6 +596,35 @@ impl BodyCollider {
         (-s.signed_distance_m).max(0.0)
     }
 
+    /// The room the body leaves at its surface point `s` (m): how far the ray from `s` along
+    /// its outward normal travels before it meets the body again, or 0 when it starts inside
+    /// another part of the body (the first face it meets is left, not entered: an arm sunk into
+    /// the torso). `None` when nothing is met within `max_m`: the body leaves at least that.
+    ///
+    /// This is the pinch test of the stats ([`measure_penetrations`]): cloth at a surface point
+    /// with less room than twice the collision thickness is pinched between two parts of the
+    /// body, and cannot be both outside of them and clear of either.
+    pub fn room_at(&self, s: &SurfacePoint, max_m: Real) -> Option<Real> {
+        // Off the surface by a hair, so that the ray does not meet the triangle it starts on.
+        let start = s.point_m + s.normal * ROOM_RAY_OFFSET_M;
+        let ray = Ray::new(start, s.normal);
+        // In a closed body the first face the ray meets says whether it started outside (it
+        // enters) or inside another part (it leaves), however far that face is.
+        let reach = if self.closed { Real::MAX } else { max_m };
+        let hit = self
+            .shape
+            .cast_local_ray_and_get_normal(&ray, reach, false)?;
+        let leaves = self
+            .face_normal(hit.subshape)
+            .is_some_and(|face| face.dot(s.normal) > 0.0);
+        let room = hit.time_of_impact + ROOM_RAY_OFFSET_M;
+        if self.closed && leaves {
+            Some(0.0)
+        } else {
+            (room < max_m).then_some(room)
+        }
+    }
+
     /// Generates contacts for every particle `i` with `inv_mass > 0` that lies within
     /// `thickness_m + margin_m + motion_m[i]` of the surface (or inside it), appending to
     /// `out`. `motion_m` is how far the projection may carry each particle in this substep (m;
@@ -757,6 +791,7 @@ impl BodyCollider {
                         normal: s.normal,
                         body_motion_m: surface_motion,
                         thickness_m,
+                        pinched: false,
                     });
                     self.push_opposing(i as u32, p, &s, reach, thickness_m, &near_tris, out);
                 }
@@ -773,6 +808,7 @@ impl BodyCollider {
                         normal: s.normal,
                         body_motion_m: self.surface_motion(s.triangle, s.point_m),
                         thickness_m,
+                        pinched: false,
                     });
                 } else {
                     *slot.distance_m = s.signed_distance_m.max(radius);
@@ -794,11 +830,23 @@ impl BodyCollider {
         near: &Listed<'_>,
         out: &mut Vec<Contact>,
     ) {
-        if let Some(c) = self.opposing_contact(particle, p, first, reach, thickness_m, near) {
-            if let Some(last) = out.last_mut() {
-                last.thickness_m = c.thickness_m;
+        match self.opposing_contact(particle, p, first, reach, thickness_m, near) {
+            Opposing::None => {}
+            Opposing::NoRoom => {
+                // Pushed out of the first surface only as far as it, not by the thickness
+                // too, which would drive it deeper into the part that overlaps it.
+                if let Some(last) = out.last_mut() {
+                    last.pinched = true;
+                    last.thickness_m = 0.0;
+                }
             }
-            out.push(c);
+            Opposing::Contact(c) => {
+                if let Some(last) = out.last_mut() {
+                    last.thickness_m = c.thickness_m;
+                    last.pinched = c.pinched;
+                }
+                out.push(c);
+            }
         }
     }
 
@@ -815,7 +863,7 @@ impl BodyCollider {
         reach: Real,
         thickness_m: Real,
         near: &Listed<'_>,
-    ) -> Option<Contact> {
+    ) -> Opposing {
         let mut best: Option<(Real, u32, Vec3)> = None;
         let mut visit = |tri: u32| {
             let Some(face) = self.face_normal(tri) else {
@@ -833,7 +881,7 @@ impl BodyCollider {
         // ball; otherwise ask the BVH.
         if near.covers_ball(p, reach) {
             if near.faces_all_within(first.normal, OPPOSING_COS) {
-                return None;
+                return Opposing::None;
             }
             let slack = near.slack(p);
             (near.triangles().iter().zip(near.distances()))
@@ -844,7 +892,9 @@ impl BodyCollider {
             let aabb = parry3d::bounding_volume::Aabb::new(p - r, p + r);
             self.shape.bvh().intersect_aabb(&aabb).for_each(visit);
         }
-        let (_, tri, face) = best?;
+        let Some((_, tri, face)) = best else {
+            return Opposing::None;
+        };
         let q = self.shape.triangle(tri).project_local_point(p, false).point;
         let d = p.distance(q);
         // Outside that surface: push away from it; behind it (the particle went through):
@@ -859,14 +909,15 @@ impl BodyCollider {
         // surfaces to look for a farther one was tried: on CesiumMan it pinched more cloth.)
         let gap = (q - first.point_m).dot(first.normal);
         if gap <= 0.0 {
-            return None;
+            return Opposing::NoRoom;
         }
-        Some(Contact {
+        Opposing::Contact(Contact {
             particle,
             point_m: q,
             normal,
             body_motion_m: self.surface_motion(tri, q),
             thickness_m: thickness_m.min(0.5 * gap),
+            pinched: true,
         })
     }
 
@@ -922,8 +973,19 @@ impl BodyCollider {
             normal,
             body_motion_m: self.surface_motion(subshape, point),
             thickness_m,
+            pinched: false,
         })
     }
+}
+
+/// What [`BodyCollider::opposing_contact`] found on the other side of a particle.
+enum Opposing {
+    /// No surface facing the first contact's within reach.
+    None,
+    /// One, but the body overlaps itself there: no room between the two surfaces.
+    NoRoom,
+    /// The opposing contact.
+    Contact(Contact),
 }
 
 /// [`BodyCollider::refresh_surface`] on the collider's parts: the vertices `v`, its triangles
@@ -1349,24 +1411,48 @@ impl ProximityCache {
     }
 }
 
-/// Penetration counts over a set of points (DESIGN §3 `body_penetrations`).
+/// How far [`BodyCollider::room_at`]'s ray starts off the surface (m).
+const ROOM_RAY_OFFSET_M: Real = 1.0e-5;
+
+/// Penetration and pinch counts over a set of points (DESIGN §3 `body_penetrations`, and
+/// `pinched_vertices`).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Penetrations {
-    /// Points strictly inside the body.
+    /// Points strictly inside the body where it leaves room (not pinched).
     pub count: usize,
-    /// Deepest penetration (m).
+    /// Deepest of those penetrations (m).
     pub max_depth_m: Real,
+    /// Points pinched between two parts of the body: inside it, or within `pinch_gap_m` of
+    /// it, where the body leaves less than `pinch_gap_m` of room ([`BodyCollider::room_at`]).
+    pub pinched: usize,
 }
 
 /// Counts the points strictly inside the closed body (the pseudo-normal test at the closest
-/// point found by parry3d).
-pub fn measure_penetrations(body: &BodyCollider, points: &[Vec3]) -> Penetrations {
+/// point found by parry3d) and the points pinched between two parts of it: a point inside the
+/// body, or outside within `pinch_gap_m` (m; the bake passes twice the collision thickness)
+/// of it, whose closest surface point has less than `pinch_gap_m` of room
+/// ([`BodyCollider::room_at`]) is pinched, and is not counted as a penetration. Where the body
+/// leaves room, a point inside it is a penetration. An open body has no inside: nothing
+/// penetrates it, and only points outside it within `pinch_gap_m` can be pinched.
+pub fn measure_penetrations(
+    body: &BodyCollider,
+    points: &[Vec3],
+    pinch_gap_m: Real,
+) -> Penetrations {
     points.iter().fold(Penetrations::default(), |acc, &p| {
-        let depth = body.penetration_depth(p);
-        if depth > 0.0 {
+        let s = body.closest(p);
+        let inside = body.closed && s.signed_distance_m < 0.0;
+        let near = inside || s.signed_distance_m <= pinch_gap_m;
+        if near && pinch_gap_m > 0.0 && body.room_at(&s, pinch_gap_m).is_some() {
+            Penetrations {
+                pinched: acc.pinched + 1,
+                ..acc
+            }
+        } else if inside {
             Penetrations {
                 count: acc.count + 1,
-                max_depth_m: acc.max_depth_m.max(depth),
+                max_depth_m: acc.max_depth_m.max(-s.signed_distance_m),
+                ..acc
             }
         } else {
             acc
@@ -1623,9 +1709,61 @@ mod tests {
             epsilon = 1e-6
         );
         assert_eq!(c.penetration_depth(Vec3::new(0.55, 0.0, 0.0)), 0.0);
-        let pen = measure_penetrations(&c, &[Vec3::ZERO, Vec3::X, Vec3::new(0.0, 0.0, 0.3)]);
+        let pen = measure_penetrations(&c, &[Vec3::ZERO, Vec3::X, Vec3::new(0.0, 0.0, 0.3)], 0.0);
         assert_eq!(pen.count, 2);
         assert_relative_eq!(pen.max_depth_m, 0.5, epsilon = 1e-6);
+    }
+
+    /// Two unit cubes side by side along x, `gap` apart (m), as one closed body.
+    fn two_cubes(gap: Real) -> Mesh {
+        let a =
+            crate::mesh::shapes::cuboid("a", Vec3::new(-1.0, 0.0, 0.0), Vec3::new(0.0, 1.0, 1.0));
+        let b = crate::mesh::shapes::cuboid(
+            "b",
+            Vec3::new(gap, 0.0, 0.0),
+            Vec3::new(gap + 1.0, 1.0, 1.0),
+        );
+        let mut m = a.clone();
+        let base = m.positions.len() as u32;
+        m.positions.extend(&b.positions);
+        m.indices
+            .extend(b.indices.iter().map(|t| t.map(|i| i + base)));
+        m
+    }
+
+    /// The pinch test: between two surfaces closer than the pinch gap a point is pinched,
+    /// inside or outside, and is not a penetration; with room it is a penetration; where the
+    /// two parts overlap there is no room at all.
+    #[test]
+    fn points_between_close_surfaces_are_pinched_not_penetrating() {
+        let gap_m = 0.01;
+        let mid = Vec3::new(0.003, 0.5, 0.5);
+        let inside_a = Vec3::new(-0.002, 0.5, 0.5);
+        // 6 mm between the cubes: less than the 10 mm pinch gap.
+        let tight = BodyCollider::new(&two_cubes(0.006)).unwrap();
+        assert!(tight.is_closed());
+        let s = tight.closest(mid);
+        let room = tight.room_at(&s, 1.0).unwrap();
+        assert_relative_eq!(room, 0.006, epsilon = 1e-5);
+        let pen = measure_penetrations(&tight, &[mid, inside_a], gap_m);
+        assert_eq!((pen.count, pen.pinched), (0, 2), "{pen:?}");
+        // Without the pinch test the point inside is a penetration.
+        assert_eq!(measure_penetrations(&tight, &[mid, inside_a], 0.0).count, 1);
+        // 3 cm apart: room, so the point inside is a penetration and the one between is free.
+        let wide = BodyCollider::new(&two_cubes(0.03)).unwrap();
+        let pen = measure_penetrations(&wide, &[mid, inside_a], gap_m);
+        assert_eq!((pen.count, pen.pinched), (1, 0), "{pen:?}");
+        assert_relative_eq!(pen.max_depth_m, 0.002, epsilon = 1e-6);
+        // The cubes overlap by 1 cm: a point in both has no room anywhere.
+        let sunk = BodyCollider::new(&two_cubes(-0.01)).unwrap();
+        let both = Vec3::new(-0.004, 0.5, 0.5);
+        let s = sunk.closest(both);
+        assert_eq!(sunk.room_at(&s, gap_m), Some(0.0));
+        let pen = measure_penetrations(&sunk, &[both], gap_m);
+        assert_eq!((pen.count, pen.pinched), (0, 1), "{pen:?}");
+        // Far from both, nothing.
+        let pen = measure_penetrations(&tight, &[Vec3::new(0.003, 2.0, 0.5)], gap_m);
+        assert_eq!(pen, Penetrations::default());
     }
 
     /// Regression (review): a closed body whose vertices are split along UV seams was taken
@@ -1644,7 +1782,7 @@ mod tests {
             .collect();
         let c = BodyCollider::new(&m).unwrap();
         assert!(c.is_closed());
-        let pen = measure_penetrations(&c, &[Vec3::ZERO, Vec3::new(0.0, 0.4, 0.0)]);
+        let pen = measure_penetrations(&c, &[Vec3::ZERO, Vec3::new(0.0, 0.4, 0.0)], 0.0);
         assert_eq!(pen.count, 2);
     }
 

@@ -2344,13 +2344,24 @@ impl Solver {
         }
         for (c, &l) in contacts.iter().zip(lambda_contact.iter()) {
             let i = c.particle as usize;
-            if l <= 0.0 || p.inv_mass[i] <= 0.0 {
+            // A particle pinched closer than its thickness is squeezed: the cloth pressed
+            // between the two surfaces grips both, as if each contact had pushed it by the
+            // thickness it was denied, even where it already sits in the room left.
+            let squeeze = if c.pinched {
+                (settings.collision_thickness_m - c.thickness_m).max(0.0)
+            } else {
+                0.0
+            };
+            if (l <= 0.0 && squeeze <= 0.0) || p.inv_mass[i] <= 0.0 {
                 continue;
             }
             let v_rel = p.v[i] - c.body_motion_m * inv_h;
             let v_t = v_rel - c.normal * c.normal.dot(v_rel);
             let mu = model.friction[i];
-            let mut dv_n = p.inv_mass[i] * l * inv_h;
+            let mut dv_n = p.inv_mass[i] * l.max(0.0) * inv_h;
+            if squeeze > 0.0 {
+                dv_n += squeeze * inv_h;
+            }
             if let Some(used) = friction_used.get_mut(i).filter(|u| **u > 0.0) {
                 // What the prediction's friction took of this particle's budget.
                 dv_n = (dv_n - *used / mu).max(0.0);
@@ -2390,6 +2401,7 @@ impl Solver {
             contacts,
             times,
             last_stretch,
+            body,
             ..
         } = self;
 
@@ -2398,6 +2410,7 @@ impl Solver {
         let result = check_substep(
             p,
             model,
+            body.as_ref(),
             contacts,
             rest_area2,
             settings,
@@ -2732,6 +2745,7 @@ fn warm_start(
 fn check_substep(
     p: &Particles,
     model: &ClothModel,
+    body: Option<&BodyCollider>,
     contacts: &[Contact],
     rest_area2: &[Real],
     settings: &SolverSettings,
@@ -2739,14 +2753,50 @@ fn check_substep(
 ) -> Result<Real, SubstepFailure> {
     // The particles and edges on one thread, the triangles on another (with `parallel`); the
     // checks then report in the same order as one after another.
+    // Particles pinched between two parts of the body are left out of the stretch and
+    // penetration checks: the body leaves them no room, and smaller steps cannot make any
+    // (an empty list, allocated for nothing, where nothing is pinched).
+    let mut pinched = Vec::new();
+    if contacts.iter().any(|c| c.pinched) {
+        pinched.resize(p.x.len(), false);
+        for c in contacts.iter().filter(|c| c.pinched) {
+            pinched[c.particle as usize] = true;
+        }
+    }
+    // Where a failure is found, the particles it is about are also tested against the body
+    // itself: one the body leaves less than twice the collision thickness of room
+    // (`BodyCollider::room_at`, the stats' pinch test) is pinched too, whatever its contacts
+    // found this substep.
+    let pinch_gap_m = 2.0 * settings.collision_thickness_m;
+    let is_pinched = |i: usize| pinched.get(i).copied().unwrap_or(false);
+    let room_pinched = |i: usize| {
+        body.is_some_and(|b| {
+            let s = b.closest(p.x[i]);
+            let near = s.signed_distance_m <= pinch_gap_m;
+            near && b.room_at(&s, pinch_gap_m).is_some()
+        })
+    };
     let particles_and_edges = || {
         let finite = p.x.iter().all(|v| v.is_finite()) && p.v.iter().all(|v| v.is_finite());
-        let worst = (model.stretch.iter())
-            .map(|c| {
-                let [a, b] = c.particles.map(|i| i as usize);
-                p.x[a].distance(p.x[b]) / c.rest_length_m - 1.0
-            })
+        let stretch_of = |c: &Distance| {
+            let [a, b] = c.particles.map(|i| i as usize);
+            p.x[a].distance(p.x[b]) / c.rest_length_m - 1.0
+        };
+        let free = |c: &&Distance| !c.particles.iter().any(|&i| is_pinched(i as usize));
+        let mut worst = (model.stretch.iter())
+            .filter(free)
+            .map(stretch_of)
             .fold(0.0, Real::max);
+        if worst > settings.failure_stretch && finite {
+            worst = (model.stretch.iter())
+                .filter(free)
+                .map(|c| (c, stretch_of(c)))
+                .filter(|&(c, s)| {
+                    s <= settings.failure_stretch
+                        || !c.particles.iter().any(|&i| room_pinched(i as usize))
+                })
+                .fold(0.0, |m: Real, (_, s)| m.max(s));
+        }
         (finite, worst)
     };
     let ((finite, worst), (triangles, inverted)) = if settings.parallel {
@@ -2766,12 +2816,15 @@ fn check_substep(
         return Err(SubstepFailure::Overstretched(worst));
     }
     if check_penetration {
+        let depth =
+            |c: &Contact| c.thickness_m - c.normal.dot(p.x[c.particle as usize] - c.point_m);
         let deepest = contacts
             .iter()
-            .map(|c| {
-                let gap = c.normal.dot(p.x[c.particle as usize] - c.point_m);
-                c.thickness_m - gap
+            .filter(|c| !is_pinched(c.particle as usize))
+            .filter(|c| {
+                depth(c) <= settings.failure_penetration_m || !room_pinched(c.particle as usize)
             })
+            .map(depth)
             .fold(0.0, Real::max);
         if deepest > settings.failure_penetration_m {
             return Err(SubstepFailure::Penetration(deepest));
