@@ -1236,3 +1236,50 @@ fn a_pattern_is_imported_shown_and_sewn_on_the_body_into_a_new_garment() {
     h.run_steps(2);
     assert!(h.query_by_label_contains("Pattern: shirt.ron").is_none());
 }
+
+/// Issue 35: the body's collision exclusions in the properties panel: ticking a joint excludes
+/// the triangles that follow it (the loaded body reports them), and undo brings them back.
+#[test]
+fn a_joint_ticked_in_the_body_panel_is_excluded_from_collision_and_undo_restores_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let scene = write_demo(dir.path(), DemoScene::Walk, None).unwrap();
+    let mut h = harness(Some(&scene));
+    loaded(&mut h);
+    h.get_by_label("Body: walking-mannequin.glb").click();
+    h.run_steps(2);
+    h.get_by_label_contains("Collision exclusions (0 of")
+        .click();
+    h.run_steps(2);
+    h.get_by_label("shoulder_left").click();
+    h.run_steps(2);
+    let body = h.state().doc.scene.body.clone().unwrap();
+    assert_eq!(body.exclude_joints, ["shoulder_left"]);
+    wait_until(&mut h, "the body reloaded with its exclusions", |a| {
+        (a.loaded.as_ref().and_then(|l| l.body.as_ref()))
+            .is_some_and(|b| b.excluded_triangles() > 0)
+    });
+    let excluded = (h.state().loaded.as_ref().and_then(|l| l.body.as_ref()))
+        .map(|b| (b.excluded_triangles(), b.mesh().indices.len()))
+        .unwrap();
+    // One arm of the mannequin's parts: some, far from all, of its triangles.
+    assert!(
+        excluded.0 > 0 && excluded.0 < excluded.1 / 3,
+        "{excluded:?}"
+    );
+    h.get_by_label("Edit").click();
+    h.run_steps(3);
+    h.get_by_label("Undo").click();
+    h.step();
+    assert!(h
+        .state()
+        .doc
+        .scene
+        .body
+        .as_ref()
+        .unwrap()
+        .exclude_joints
+        .is_empty());
+    wait_until(&mut h, "the body reloaded without exclusions", |a| {
+        (a.loaded.as_ref().and_then(|l| l.body.as_ref())).is_some_and(|b| b.exclusion.is_none())
+    });
+}

@@ -206,6 +206,9 @@ fn properties(app: &mut DrapeApp, ui: &mut egui::Ui) {
                     Some((s, e)) => ui.label(format!("Animation: {s:.2}–{e:.2} s")),
                     None => ui.label("Not animated"),
                 };
+                if let Some(spec) = scene.body.as_mut() {
+                    exclusion_properties(ui, spec, b);
+                }
             }
             if ui.button("Remove body").clicked() {
                 scene.body = None;
@@ -221,6 +224,53 @@ fn properties(app: &mut DrapeApp, ui: &mut egui::Ui) {
     // A value dragged with the mouse applies live, frame by frame, as one undo step.
     let dragging = ui.input(|i| i.pointer.any_down());
     app.edit_merging(scene, dragging);
+}
+
+/// The body's collision exclusions: a checkbox per joint of its skins (a joint excludes its
+/// descendants too) and the skin weight above which a triangle follows them. Edits go through
+/// the scene, so each is one undo step.
+fn exclusion_properties(
+    ui: &mut egui::Ui,
+    spec: &mut crate::scene::BodySpec,
+    body: &crate::bake::LoadedBody,
+) {
+    let labels = body.rig.joint_labels();
+    if labels.is_empty() {
+        return;
+    }
+    ui.add_space(4.0);
+    let excluded = body.excluded_triangles();
+    egui::CollapsingHeader::new(format!(
+        "Collision exclusions ({} of {} triangles)",
+        excluded,
+        body.mesh().indices.len()
+    ))
+    .id_salt("exclusions")
+    .show(ui, |ui| {
+        ui.label("Body parts that follow these joints do not collide: hands that should pass through a skirt rather than pinch it.");
+        ui.horizontal(|ui| {
+            ui.label("Above skin weight");
+            ui.add(
+                egui::DragValue::new(&mut spec.exclude_weight)
+                    .range(0.05..=1.0)
+                    .speed(0.01),
+            );
+        });
+        egui::ScrollArea::vertical()
+            .max_height(160.0)
+            .show(ui, |ui| {
+                for label in &labels {
+                    let mut on = spec.exclude_joints.contains(label);
+                    if ui.checkbox(&mut on, label.as_str()).changed() {
+                        if on {
+                            spec.exclude_joints.push(label.clone());
+                        } else {
+                            spec.exclude_joints.retain(|j| j != label);
+                        }
+                    }
+                }
+            });
+    });
 }
 
 fn garment_properties(app: &mut DrapeApp, ui: &mut egui::Ui, scene: &mut Scene, i: usize) {

@@ -267,6 +267,10 @@ pub struct LoadedBody {
     pub animation: Option<usize>,
     /// Looping or clamped playback.
     pub playback: Playback,
+    /// Collision exclusions: how much each rest-mesh vertex follows the scene's
+    /// `exclude_joints` ([`Rig::joint_influence`]) and the weight above which its triangles do
+    /// not collide; `None` when nothing is excluded.
+    pub exclusion: Option<(Arc<Vec<Real>>, Real)>,
 }
 
 impl LoadedBody {
@@ -274,6 +278,32 @@ impl LoadedBody {
     /// pose garments are fitted to.
     pub fn mesh(&self) -> &Mesh {
         self.rig.rest_mesh()
+    }
+
+    /// The body's collider at its rest pose, without the excluded triangles: those whose
+    /// vertices follow the scene's `exclude_joints` with a mean weight above `exclude_weight`.
+    pub fn collider(&self) -> Result<BodyCollider, BakeError> {
+        let built = match &self.exclusion {
+            None => BodyCollider::new(self.mesh()),
+            Some((influence, threshold)) => BodyCollider::excluding(self.mesh(), |t| {
+                let w = t.map(|v| influence.get(v as usize).copied().unwrap_or(0.0));
+                (w[0] + w[1] + w[2]) / 3.0 > *threshold
+            }),
+        };
+        built.map_err(|source| BakeError::Collider {
+            path: self.path.clone(),
+            source,
+        })
+    }
+
+    /// Rest-mesh triangles left out of collision by the exclusions.
+    pub fn excluded_triangles(&self) -> usize {
+        let Some((influence, threshold)) = &self.exclusion else {
+            return 0;
+        };
+        (self.mesh().indices.iter())
+            .filter(|t| t.iter().map(|&v| influence[v as usize]).sum::<Real>() / 3.0 > *threshold)
+            .count()
     }
 
     /// The played animation's time range `(start, end)` (s).
@@ -458,11 +488,18 @@ impl LoadedScene {
                     Some(r) => Some(rig.find_animation(r)?),
                     None => (!rig.animations().is_empty()).then_some(0),
                 };
+                let exclusion = if b.exclude_joints.is_empty() {
+                    None
+                } else {
+                    let influence = rig.joint_influence(&b.exclude_joints)?;
+                    Some((Arc::new(influence), b.exclude_weight))
+                };
                 Some(LoadedBody {
                     path: file,
                     rig: Arc::new(rig),
                     animation,
                     playback: b.playback,
+                    exclusion,
                 })
             }
             None => None,
@@ -649,17 +686,31 @@ impl LoadedScene {
         }
     }
 
+    /// Replaces the body's collision exclusions (the scene's `body.exclude_joints` and
+    /// `exclude_weight`), e.g. from the command line. Fails, and changes nothing, when a joint
+    /// is not a node of the body file or the scene has no body.
+    pub fn set_exclusions(&mut self, joints: Vec<String>, weight: Real) -> Result<(), BakeError> {
+        let (Some(spec), Some(body)) = (self.scene.body.as_mut(), self.body.as_mut()) else {
+            return Err(BakeError::Scene(SceneError::Field {
+                path: self.path.clone(),
+                field: "body.exclude_joints".into(),
+                problem: "the scene has no body to exclude joints of".into(),
+            }));
+        };
+        let exclusion = if joints.is_empty() {
+            None
+        } else {
+            Some((Arc::new(body.rig.joint_influence(&joints)?), weight))
+        };
+        spec.exclude_joints = joints;
+        spec.exclude_weight = weight;
+        body.exclusion = exclusion;
+        Ok(())
+    }
+
     /// The collider for the body at its rest pose, if the scene has a body.
     pub fn body_collider(&self) -> Result<Option<BodyCollider>, BakeError> {
-        self.body
-            .as_ref()
-            .map(|b| {
-                BodyCollider::new(b.mesh()).map_err(|source| BakeError::Collider {
-                    path: b.path.clone(),
-                    source,
-                })
-            })
-            .transpose()
+        self.body.as_ref().map(LoadedBody::collider).transpose()
     }
 
     /// Builds the solver model: every garment's particles, constraints and pins, one after the
@@ -715,15 +766,7 @@ impl LoadedScene {
                 ..b.clone()
             }
         });
-        let collider = body
-            .as_ref()
-            .map(|b| {
-                BodyCollider::new(b.mesh()).map_err(|source| BakeError::Collider {
-                    path: b.path.clone(),
-                    source,
-                })
-            })
-            .transpose()?;
+        let collider = body.as_ref().map(LoadedBody::collider).transpose()?;
         let (model, offsets) = self.build_model_at(collider.as_ref(), origin_m);
         let mut solver = Solver::new(self.scene.solver.clone(), model, collider)
             .map_err(|e| self.sim_error(start_frame, e))?;

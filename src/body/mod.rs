@@ -66,7 +66,7 @@ use std::sync::Mutex;
 use serde::{Deserialize, Serialize};
 
 use crate::file::GltfImportError;
-use crate::math::{Vec2, Vec3};
+use crate::math::{Real, Vec2, Vec3};
 use crate::mesh::{Mesh, MeshError};
 
 pub use parry3d::glamx::{Mat4, Quat};
@@ -336,6 +336,68 @@ impl Clone for Rig {
 }
 
 impl Rig {
+    /// The name a body's node goes by in a scene's `exclude_joints`: its own, or `node_N`
+    /// (its glTF index) for a node without one (CesiumMan's joints have none).
+    pub fn node_label(&self, node: usize) -> String {
+        match self.nodes.get(node).and_then(|n| n.name.as_deref()) {
+            Some(name) if !name.is_empty() => name.to_string(),
+            _ => format!("node_{node}"),
+        }
+    }
+
+    /// The labels ([`Self::node_label`]) of every skin's joints, in skin order.
+    pub fn joint_labels(&self) -> Vec<String> {
+        let mut seen = std::collections::BTreeSet::new();
+        (self.skins.iter())
+            .flat_map(|s| s.joints.iter().copied())
+            .filter(|&j| seen.insert(j))
+            .map(|j| self.node_label(j))
+            .collect()
+    }
+
+    /// How much each rest-mesh vertex follows the nodes named `joints` ([`Self::node_label`])
+    /// and their descendants: the sum of its skin weights to them, in `[0, 1]`. A part without
+    /// a skin follows its node rigidly: 1 for every vertex when that node is one of them, else
+    /// 0. Fails with a message that lists the joints when a name is not a node of the file.
+    pub fn joint_influence(&self, joints: &[String]) -> Result<Vec<Real>, BodyError> {
+        let mut chosen = vec![false; self.nodes.len()];
+        for name in joints {
+            let node = (0..self.nodes.len())
+                .find(|&i| self.node_label(i) == *name)
+                .ok_or_else(|| BodyError::Malformed {
+                    path: self.path.clone(),
+                    reason: format!(
+                        "exclude_joints: no node named '{name}'; the joints are: {}",
+                        self.joint_labels().join(", ")
+                    ),
+                })?;
+            chosen[node] = true;
+        }
+        // Parents come before their children in `order`.
+        for &n in &self.order {
+            if let Some(parent) = self.nodes[n].parent {
+                chosen[n] |= chosen[parent];
+            }
+        }
+        let mut influence = vec![0.0; self.rest_mesh.positions.len()];
+        for part in &self.parts {
+            let out = &mut influence[part.vertices.clone()];
+            match part.skin.and_then(|s| self.skins.get(s)) {
+                None => out.fill(if chosen[part.node] { 1.0 } else { 0.0 }),
+                Some(skin) => {
+                    for ((o, j), w) in out.iter_mut().zip(&part.joints).zip(&part.weights) {
+                        let sum: f32 = (0..4)
+                            .filter(|&k| skin.joints.get(j[k] as usize).is_some_and(|&n| chosen[n]))
+                            .map(|k| w[k])
+                            .sum();
+                        *o = (sum as Real).clamp(0.0, 1.0);
+                    }
+                }
+            }
+        }
+        Ok(influence)
+    }
+
     /// Loads the body: every triangle mesh instance in the default scene (or the first scene;
     /// every root node when the file has none), or only the instances named `mesh` (mesh name,
     /// else node name), each with its skin if it has one.

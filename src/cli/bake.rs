@@ -42,6 +42,13 @@ pub struct BakeArgs {
     /// `--solver`'s).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=drape::solver::MAX_ITERATIONS as i64))]
     iterations: Option<u32>,
+    /// Body joints left out of collision, comma-separated, instead of the scene's
+    /// `body.exclude_joints`: the triangles that follow them (and their descendants) with a
+    /// mean skin weight above 0.5 (or the scene's `exclude_weight`) do not collide, e.g.
+    /// `--exclude-joints hand_l,hand_r`. Unnamed nodes are `node_N`; `drape inspect` lists
+    /// them. An empty value (`--exclude-joints ""`) turns the scene's exclusions off.
+    #[arg(long, value_delimiter = ',')]
+    exclude_joints: Option<Vec<String>>,
 }
 
 /// Runs `drape bake`.
@@ -54,6 +61,7 @@ pub fn run(args: BakeArgs) -> Result<(), String> {
             preset: args.solver,
             substeps: args.substeps,
             iterations: args.iterations,
+            exclude_joints: args.exclude_joints,
         },
         args.stats.as_deref(),
         &Extras {
@@ -101,11 +109,32 @@ struct SolverOverrides {
     substeps: Option<u32>,
     /// Iterations per substep.
     iterations: Option<u32>,
+    /// Body joints left out of collision.
+    exclude_joints: Option<Vec<String>>,
 }
 
 impl SolverOverrides {
     /// Applies the overrides to `loaded`'s solver settings; says on stderr what is used.
     fn apply(&self, loaded: &mut LoadedScene) -> Result<(), String> {
+        if let Some(joints) = &self.exclude_joints {
+            let joints: Vec<String> = (joints.iter())
+                .map(|j| j.trim().to_string())
+                .filter(|j| !j.is_empty())
+                .collect();
+            let weight = (loaded.scene.body.as_ref())
+                .map_or(drape::scene::DEFAULT_EXCLUDE_WEIGHT, |b| b.exclude_weight);
+            loaded
+                .set_exclusions(joints, weight)
+                .map_err(|e| format!("--exclude-joints: {e}"))?;
+            if let Some(body) = &loaded.body {
+                eprintln!(
+                    "collision exclusions: {} of {} body triangles left out (the scene file is \
+                     unchanged)",
+                    body.excluded_triangles(),
+                    body.mesh().indices.len()
+                );
+            }
+        }
         let settings = &mut loaded.scene.solver;
         if let Some(name) = &self.preset {
             *settings = match drape::preset::Library::open_default() {

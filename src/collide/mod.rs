@@ -146,7 +146,19 @@ impl BodyCollider {
     /// enclosed volume is positive: only then are inside and outside defined (the
     /// pseudo-normal test, see the module docs). An open body only pushes particles to the side they are on.
     pub fn new(mesh: &Mesh) -> Result<Self, ColliderError> {
-        let welded = crate::mesh::weld(mesh, BODY_WELD_TOLERANCE_M);
+        Self::excluding(mesh, |_| false)
+    }
+
+    /// [`Self::new`] without the triangles `excluded` picks (it is given each welded triangle
+    /// as the body-mesh vertices it was welded from): collision exclusions, such as hands that
+    /// should pass through a skirt. Whether the body is closed is decided on the whole mesh, so
+    /// the rest keeps its inside; at the hole an excluded region leaves (a wrist), the
+    /// pseudo-normal test sees only the faces that are kept.
+    pub fn excluding(
+        mesh: &Mesh,
+        excluded: impl Fn([u32; 3]) -> bool,
+    ) -> Result<Self, ColliderError> {
+        let mut welded = crate::mesh::weld(mesh, BODY_WELD_TOLERANCE_M);
         if welded.mesh.indices.is_empty() {
             return Err(ColliderError::Invalid {
                 name: mesh.name.clone(),
@@ -155,8 +167,6 @@ impl BodyCollider {
         }
         let closed = crate::mesh::Topology::new(&welded.mesh).is_closed()
             && welded.mesh.signed_volume() > 0.0;
-        let pseudo =
-            closed.then(|| PseudoNormals::new(&welded.mesh.positions, &welded.mesh.indices));
         let mut source_of = vec![u32::MAX; welded.mesh.positions.len()];
         for (src, &dst) in welded.original_to_welded.iter().enumerate() {
             let slot = &mut source_of[dst as usize];
@@ -164,6 +174,18 @@ impl BodyCollider {
                 *slot = src as u32;
             }
         }
+        welded
+            .mesh
+            .indices
+            .retain(|t| !excluded(t.map(|v| source_of[v as usize])));
+        if welded.mesh.indices.is_empty() {
+            return Err(ColliderError::Invalid {
+                name: mesh.name.clone(),
+                reason: "the collision exclusions leave no triangle".into(),
+            });
+        }
+        let pseudo =
+            closed.then(|| PseudoNormals::new(&welded.mesh.positions, &welded.mesh.indices));
         let prev = welded.mesh.positions.clone();
         let travel = RegionTravel::new(&welded.mesh.positions, &welded.mesh.indices);
         let shape = TriMesh::with_flags(

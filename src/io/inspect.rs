@@ -41,6 +41,9 @@ pub struct SkinInfo {
     pub name: String,
     /// Number of joints.
     pub joints: usize,
+    /// The joints' names as a scene's `body.exclude_joints` takes them: the node's name, or
+    /// `node_N` (its glTF index) for an unnamed node.
+    pub joint_labels: Vec<String>,
 }
 
 /// The channels of one animation that target one kind of property.
@@ -142,6 +145,13 @@ pub fn inspect(path: &Path) -> Result<InspectReport, GltfImportError> {
                 .name()
                 .map_or_else(|| format!("skin{}", s.index()), str::to_string),
             joints: s.joints().count(),
+            joint_labels: s
+                .joints()
+                .map(|j| match j.name() {
+                    Some(n) if !n.is_empty() => n.to_string(),
+                    _ => format!("node_{}", j.index()),
+                })
+                .collect(),
         })
         .collect();
     let mut animations = Vec::new();
@@ -246,6 +256,9 @@ impl fmt::Display for InspectReport {
         writeln!(f, "  skins: {}", self.skins.len())?;
         for s in &self.skins {
             writeln!(f, "    '{}': {} joints", s.name, s.joints)?;
+            if !s.joint_labels.is_empty() {
+                writeln!(f, "      joints: {}", s.joint_labels.join(", "))?;
+            }
         }
         writeln!(f, "  animations: {}", self.animations.len())?;
         for a in &self.animations {

@@ -82,6 +82,30 @@ pub struct BodySpec {
     /// and greater than 0; 1 by default (not written then).
     #[serde(skip_serializing_if = "is_one")]
     pub unit_scale: Real,
+    /// Body regions left out of collision, by joint: the nodes named here (or `node_N` for an
+    /// unnamed node, N its glTF index) and their descendants. A body triangle whose vertices
+    /// follow them with a mean skin weight above `exclude_weight` does not collide: hands that
+    /// should pass through a skirt rather than pinch it. Empty by default.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub exclude_joints: Vec<String>,
+    /// The skin weight above which a triangle follows the `exclude_joints` (0 to 1); 0.5 by
+    /// default.
+    #[serde(
+        default = "default_exclude_weight",
+        skip_serializing_if = "is_default_exclude_weight"
+    )]
+    pub exclude_weight: Real,
+}
+
+/// [`BodySpec::exclude_weight`]'s default.
+pub const DEFAULT_EXCLUDE_WEIGHT: Real = 0.5;
+
+fn default_exclude_weight() -> Real {
+    DEFAULT_EXCLUDE_WEIGHT
+}
+
+fn is_default_exclude_weight(w: &Real) -> bool {
+    *w == DEFAULT_EXCLUDE_WEIGHT
 }
 
 /// Whether a unit scale is the default, 1 (it is then left out of the written scene).
@@ -119,6 +143,8 @@ impl Default for BodySpec {
             animation: None,
             playback: Playback::Loop,
             unit_scale: 1.0,
+            exclude_joints: Vec::new(),
+            exclude_weight: DEFAULT_EXCLUDE_WEIGHT,
         }
     }
 }
@@ -570,6 +596,21 @@ impl Scene {
         };
         if let Some(b) = &self.body {
             unit_scale("body.unit_scale".into(), b.unit_scale)?;
+            if !(b.exclude_weight > 0.0 && b.exclude_weight <= 1.0) {
+                return Err(field(
+                    "body.exclude_weight".into(),
+                    format!(
+                        "{} must be a skin weight above 0 and at most 1",
+                        b.exclude_weight
+                    ),
+                ));
+            }
+            if let Some(empty) = b.exclude_joints.iter().position(|j| j.trim().is_empty()) {
+                return Err(field(
+                    format!("body.exclude_joints[{empty}]"),
+                    "is empty: name a joint, or `node_N` for an unnamed node".into(),
+                ));
+            }
         }
         for (i, g) in self.garments.iter().enumerate() {
             g.resolve_fabric()
@@ -796,6 +837,40 @@ mod tests {
                 .to_string();
             assert!(e.contains("`garments[0].unit_scale`"), "{e}");
         }
+    }
+
+    #[test]
+    fn exclusions_default_to_none_are_validated_and_round_trip() {
+        let parse = |body: &str| {
+            Scene::from_ron(
+                &format!("(body: Some((path: \"b.glb\"{body})), garments: [])"),
+                Path::new("x.ron"),
+            )
+        };
+        let s = parse("").unwrap();
+        let b = s.body.as_ref().unwrap();
+        assert!(b.exclude_joints.is_empty());
+        assert_eq!(b.exclude_weight, DEFAULT_EXCLUDE_WEIGHT);
+        assert!(!s.to_ron().unwrap().contains("exclude"));
+        let s = parse(", exclude_joints: [\"hand_l\", \"node_7\"], exclude_weight: 0.3").unwrap();
+        let b = s.body.as_ref().unwrap();
+        assert_eq!(b.exclude_joints, ["hand_l", "node_7"]);
+        assert_eq!(b.exclude_weight, 0.3);
+        let back = Scene::from_ron(&s.to_ron().unwrap(), Path::new("x.ron")).unwrap();
+        assert_eq!(back, s);
+        for bad in ["0.0", "1.5", "NaN"] {
+            let e = parse(&format!(", exclude_weight: {bad}"))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains("x.ron") && e.contains("`body.exclude_weight`"),
+                "{e}"
+            );
+        }
+        let e = parse(", exclude_joints: [\"hand\", \" \"]")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("`body.exclude_joints[1]`"), "{e}");
     }
 
     #[test]
