@@ -125,23 +125,26 @@ fn skirt_on_walking_cesium_man_tracks_pins_and_exports() {
     assert!(text.contains("19 joints"), "{text}");
 }
 
-/// Issue 3's acceptance figures for this scene. They do not hold yet: CesiumMan's hands touch
-/// its thighs (the gap between hand and thigh falls to 0.1 mm or less between 0.56 and 0.72 m
-/// above the ground in every cycle) and its forearms pass 2 cm from its hips, so any skirt that
-/// covers the thigh there is pinched between them. Measured with this test (pins picked clear
-/// of the arms): max stretch 0.48, 17 vertex-frames inside the body over 97 frames (2–5 mm
-/// deep, all at hand–thigh pinches), 1 rollback (a particle 25 mm inside at a pinch), and
-/// 2.5–3 % stretch on the calm frames at 20 substeps (under 2 % at 40). Run it with `cargo
-/// test --release --test cesium_skirt -- --ignored`.
+/// Issue 3's acceptance figures for this scene, as issue 35 restates them for pinches: no
+/// vertex inside the body where it leaves room, no rollback after the settle, and a largest
+/// stretch of 2 % on every frame without a pinched vertex and again within 3 frames after each
+/// pinch. They do not hold yet. Measured (stop 47, 20 substeps × 1 iteration, the pinch
+/// handling of `docs/solver.md`): 0 rollbacks, 12 pinched frames, the largest stretch 33 % (at
+/// the pinches; 103 % before the pinch handling), 1 vertex inside the body where it leaves room
+/// on 5 frames (≤ 1.7 mm), and 41 frames without a pinch above 2 % (2–9 %: the hand sweeping
+/// the skirt before it pinches, the waistband between pins on the moving hips, the hem's
+/// swing). At 4 iterations 38 frames. Run it with `cargo test --release --test cesium_skirt --
+/// --ignored`.
 #[test]
-#[ignore = "open: hand–hip pinches on CesiumMan break the 2 % stretch and 0-penetration figures (issue 3 note)"]
+#[ignore = "open: 2 % stretch on the frames without a pinch (issue 35 note)"]
 fn skirt_on_walking_cesium_man_meets_issue_3_figures() {
     let dir = tempfile::tempdir().unwrap();
     let (_, result) = bake_two_cycles(dir.path());
-    for f in &result.stats.per_frame {
+    let frames = &result.stats.per_frame;
+    for (k, f) in frames.iter().enumerate() {
         assert_eq!(
             f.body_penetrations, 0,
-            "frame {}: vertices inside the body",
+            "frame {}: vertices inside the body where it leaves room",
             f.frame
         );
         assert_eq!(
@@ -149,9 +152,12 @@ fn skirt_on_walking_cesium_man_meets_issue_3_figures() {
             "frame {}: rollbacks after the settle",
             f.frame
         );
+        let pinched_lately = frames[k.saturating_sub(3)..=k]
+            .iter()
+            .any(|f| f.pinched_vertices > 0);
         assert!(
-            f.max_stretch <= 0.02,
-            "frame {}: stretch {}",
+            pinched_lately || f.max_stretch <= 0.02,
+            "frame {}: stretch {} with no pinch in the last 3 frames",
             f.frame,
             f.max_stretch
         );
@@ -200,4 +206,97 @@ fn cesium_man_hands_touch_its_thighs() {
     }
     println!("closest hand/forearm–thigh distance over the cycle: {closest} m");
     assert!(closest < 1.0e-3, "{closest} m");
+}
+
+/// CesiumMan's hand joints, found by the skeleton's geometry at rest (its joints have no
+/// names): the arm joints (above 0.8 m, more than 8 cm to the side of the mid-plane, as in
+/// `cesium_man_hands_touch_its_thighs`) with no arm joint below them in the hierarchy, the
+/// last of each arm's chain.
+fn cesium_hand_joints(rig: &drape::body::Rig) -> Vec<String> {
+    let skin = &rig.skins()[0];
+    let rest = rig.world_transforms(&rig.rest_pose());
+    let is_arm = |node: usize| {
+        let p = rest[node].w_axis;
+        skin.joints.contains(&node) && p.y > 0.8 && p.z.abs() > 0.08
+    };
+    (skin.joints.iter().copied())
+        .filter(|&j| is_arm(j) && !rig.nodes()[j].children.iter().any(|&c| is_arm(c)))
+        .map(|j| rig.node_label(j))
+        .collect()
+}
+
+/// Issue 35: the same walk with CesiumMan's forearms and hands excluded from collision by their
+/// joints (`body.exclude_joints`, the elbows and their descendants): no rollback, at most 3
+/// vertex-frames inside the rest of the body (measured: 3, 1–2 mm deep, where the skirt meets
+/// the upper arm's stump), a largest stretch under 25 % (measured 13 %), and the hands pass
+/// through the skirt (vertices inside the whole body are inside an excluded arm).
+#[test]
+fn skirt_on_walking_cesium_man_with_the_forearms_excluded() {
+    let dir = tempfile::tempdir().unwrap();
+    let scene = write_fitted_skirt(
+        dir.path(),
+        &cesium_man(),
+        &fitted_skirt_params(),
+        Some(WAIST_M),
+    )
+    .expect("scene written");
+    let mut loaded = LoadedScene::load(&scene).expect("scene loads");
+    loaded.scene.timeline.end_frame = Some(loaded.scene.timeline.start_frame + 96);
+    let rig = loaded.body.as_ref().unwrap().rig.clone();
+    let hands = cesium_hand_joints(&rig);
+    assert_eq!(hands.len(), 2, "{hands:?}");
+    // The elbows: the forearm and the hand below it. (The hands alone were tried: the
+    // forearms then still pinch the skirt against the hips, and the hole at each wrist leaves
+    // cloth caught in the stump; 9 rollbacks and 282 % stretch.)
+    let arms: Vec<String> = (hands.iter())
+        .map(|h| {
+            let node = (0..rig.nodes().len())
+                .find(|&i| rig.node_label(i) == *h)
+                .unwrap();
+            rig.node_label(rig.nodes()[node].parent.expect("a hand has a parent"))
+        })
+        .collect();
+    loaded.set_exclusions(arms.clone(), 0.5).unwrap();
+    let body = loaded.body.as_ref().unwrap();
+    let (excluded, all) = (body.excluded_triangles(), body.mesh().indices.len());
+    println!("elbows {arms:?}: {excluded} of {all} triangles excluded");
+    assert!(excluded > 50 && excluded < all / 5, "{excluded} of {all}");
+    let result = bake(&loaded, &BakeOptions::default()).expect("the bake completes");
+    let s = &result.stats;
+    println!(
+        "hands excluded: {:.1} ms/frame, max stretch {:.3}, pinched frames {}, rollbacks {}",
+        s.sim_ms_per_frame, s.summary.max_stretch, s.summary.pinched_frames, s.summary.rollbacks
+    );
+    let inside: Vec<(i32, usize, Real)> = (s.per_frame.iter())
+        .filter(|f| f.body_penetrations > 0)
+        .map(|f| (f.frame, f.body_penetrations, f.max_penetration_m))
+        .collect();
+    println!("frames with vertices inside the rest of the body: {inside:?}");
+    for f in &s.per_frame {
+        assert_eq!(f.non_finite, 0);
+        assert_eq!(
+            f.rollbacks, 0,
+            "frame {}: rollbacks after the settle",
+            f.frame
+        );
+    }
+    assert!(s.summary.max_stretch < 0.25, "{}", s.summary.max_stretch);
+    let vertex_frames: usize = inside.iter().map(|f| f.1).sum();
+    assert!(vertex_frames <= 3, "{inside:?}");
+    // Against the whole body, arms included, some vertices are inside: where an arm passed
+    // through the skirt (inside the rest of the body there are at most the 3 above).
+    let mut whole = BodyCollider::new(rig.rest_mesh()).unwrap();
+    let mut posed = Vec::new();
+    let mut inside_hands = 0;
+    for (k, frame) in result.frames.iter().enumerate() {
+        let pose = rig.sample(0, k as f64 / 24.0, Playback::Loop);
+        rig.skin(&pose, &mut posed);
+        whole.set_pose(&posed).unwrap();
+        inside_hands += frame
+            .iter()
+            .filter(|&&p| whole.penetration_depth(p) > 0.0)
+            .count();
+    }
+    println!("vertex-frames inside an excluded arm: {inside_hands}");
+    assert!(inside_hands > 0, "the hands never passed through the skirt");
 }

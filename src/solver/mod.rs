@@ -2801,12 +2801,12 @@ fn check_substep(
     };
     let ((finite, worst), (triangles, inverted)) = if settings.parallel {
         rayon::join(particles_and_edges, || {
-            inverted_triangles(p, model, rest_area2)
+            inverted_triangles(p, model, rest_area2, &is_pinched)
         })
     } else {
         (
             particles_and_edges(),
-            inverted_triangles(p, model, rest_area2),
+            inverted_triangles(p, model, rest_area2, &is_pinched),
         )
     };
     if !finite {
@@ -2833,7 +2833,11 @@ fn check_substep(
     let allowed =
         INVERSION_MIN_COUNT.max((INVERSION_FAILURE_FRACTION * triangles as Real) as usize);
     if inverted > allowed {
-        return Err(SubstepFailure::Inverted(inverted));
+        let either = |i: usize| is_pinched(i) || room_pinched(i);
+        let (_, inverted) = inverted_triangles(p, model, rest_area2, &either);
+        if inverted > allowed {
+            return Err(SubstepFailure::Inverted(inverted));
+        }
     }
     Ok(worst)
 }
@@ -2842,7 +2846,14 @@ fn check_substep(
 /// normal turned by more than 90° while both their areas stayed above a quarter of the rest
 /// area). Each triangle once: its shear row (with the membrane per triangle it also has yarn
 /// rows).
-fn inverted_triangles(p: &Particles, model: &ClothModel, rest_area2: &[Real]) -> (usize, usize) {
+/// A triangle with a corner for which `pinched` holds is not counted as flipped: the body
+/// folds a pinched piece of cloth as it likes.
+fn inverted_triangles(
+    p: &Particles,
+    model: &ClothModel,
+    rest_area2: &[Real],
+    pinched: &(dyn Fn(usize) -> bool + Sync),
+) -> (usize, usize) {
     (model.shear.iter())
         .zip(rest_area2)
         .filter(|(c, _)| c.strain == Strain::Shear)
@@ -2851,7 +2862,10 @@ fn inverted_triangles(p: &Particles, model: &ClothModel, rest_area2: &[Real]) ->
             let n0 = (p.x_prev[b] - p.x_prev[a]).cross(p.x_prev[d] - p.x_prev[a]);
             let n1 = (p.x[b] - p.x[a]).cross(p.x[d] - p.x[a]);
             let min_area2 = INVERSION_MIN_AREA_RATIO * rest;
-            let flipped = n0.dot(n1) < 0.0 && n0.length() > min_area2 && n1.length() > min_area2;
+            let flipped = n0.dot(n1) < 0.0
+                && n0.length() > min_area2
+                && n1.length() > min_area2
+                && ![a, b, d].into_iter().any(pinched);
             (triangles + 1, inverted + flipped as usize)
         })
 }
