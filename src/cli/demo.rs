@@ -25,6 +25,10 @@ pub struct DemoArgs {
     /// default: the detected waist).
     #[arg(long)]
     waist_height: Option<f32>,
+    /// Factor from the body file's units to metres (fitted-skirt only; default 1): 0.01 for a
+    /// body authored in centimetres. Written as the scene body's `unit_scale`.
+    #[arg(long)]
+    unit_scale: Option<f32>,
     /// Vertex rings of the skirt, waistband to hem (walk only; default 24; 64 gives the
     /// 10k-vertex skirt of the animated-body benchmark with `--segments 160`).
     #[arg(long, value_parser = clap::value_parser!(u32).range(2..=512))]
@@ -43,6 +47,7 @@ pub fn run(args: DemoArgs) -> Result<(), String> {
         args.body.as_deref(),
         args.waist_height,
         (args.rings, args.segments),
+        args.unit_scale,
     )
 }
 
@@ -69,7 +74,11 @@ fn run_demo(
     body: Option<&Path>,
     waist_height: Option<f32>,
     (rings, segments): (Option<u32>, Option<u32>),
+    unit_scale: Option<f32>,
 ) -> Result<(), String> {
+    if unit_scale.is_some() && scene != DemoKind::FittedSkirt {
+        return Err("--unit-scale applies to --scene fitted-skirt only".into());
+    }
     let skirt = (rings.is_some() || segments.is_some()).then(|| {
         let d = drape::mesh::shapes::SkirtParams::default();
         drape::mesh::shapes::SkirtParams {
@@ -106,9 +115,13 @@ fn run_demo(
             Some(params) => drape::scene::demo::write_walk(dir, params),
             None => write_demo(dir, DemoScene::Walk, None),
         },
-        (DemoKind::FittedSkirt, None, Some(body)) => {
-            write_fitted_skirt(dir, body, &fitted_skirt_params(), waist_height)
-        }
+        (DemoKind::FittedSkirt, None, Some(body)) => drape::scene::demo::write_fitted_skirt_scaled(
+            dir,
+            body,
+            &fitted_skirt_params(),
+            waist_height,
+            unit_scale.unwrap_or(1.0),
+        ),
         (DemoKind::FittedSkirt, _, None) => {
             return Err("--scene fitted-skirt needs --body FILE.glb: the character to dress".into())
         }

@@ -22,6 +22,31 @@ pub enum FitError {
         /// What is wrong.
         problem: String,
     },
+    /// The body is not standing: it is longer than it is tall (a quadruped, or a figure lying
+    /// down or not Y-up).
+    #[error("body mesh '{name}' is {height_m:.2} m tall and {length_m:.2} m long: it lies along the ground (a quadruped, or not Y-up); a fitted garment needs a standing, Y-up humanoid")]
+    NotStanding {
+        /// Mesh name.
+        name: String,
+        /// Its rest-pose height (m).
+        height_m: Real,
+        /// Its largest horizontal extent (m).
+        length_m: Real,
+    },
+    /// The body has no legs: no horizontal section in [`CROTCH_SEARCH`] parts into two.
+    #[error("body mesh '{name}' ({height_m:.2} m tall): found no crotch, where the sections between {from_m:.2} m and {to_m:.2} m should part into two legs; a fitted skirt needs a standing humanoid{hint}")]
+    NoLegs {
+        /// Mesh name.
+        name: String,
+        /// Its rest-pose height (m).
+        height_m: Real,
+        /// Lowest height searched (m).
+        from_m: Real,
+        /// Highest height searched (m).
+        to_m: Real,
+        /// A unit hint for a body of implausible size, or empty.
+        hint: String,
+    },
     /// No torso slice was found where the waist should be.
     #[error("body mesh '{name}': no torso found between heights {from_m:.2} m and {to_m:.2} m; is the body Y-up, standing, and modelled in metres?")]
     NoWaist {
@@ -41,6 +66,10 @@ pub const CROTCH_SEARCH: (Real, Real) = (0.3, 0.7);
 /// crotch: the natural waist lies about 0.1 of the height above it (0.12 on an adult, less on
 /// stylised characters).
 pub const WAIST_ABOVE_CROTCH: (Real, Real) = (0.04, 0.16);
+
+/// A body shorter than this fraction of its largest horizontal extent is not standing
+/// ([`FitError::NotStanding`]).
+pub const MIN_STANDING_ASPECT: Real = 0.8;
 
 /// Vertices of a slice farther than this from its median centre (horizontally) are not torso
 /// (arms, hands) (m).
@@ -64,6 +93,16 @@ fn find_waist_in(body: &Mesh, collider: &BodyCollider) -> Result<Waist, FitError
         problem: "the mesh has no vertices".into(),
     })?;
     let height = hi.y - lo.y;
+    // A standing figure is at least about as tall as it is long, arms spread included (a
+    // T-pose's span is about its height); a fox on all fours is half as tall as it is long.
+    let length = (hi.x - lo.x).max(hi.z - lo.z);
+    if height < MIN_STANDING_ASPECT * length {
+        return Err(FitError::NotStanding {
+            name: body.name.clone(),
+            height_m: height,
+            length_m: length,
+        });
+    }
     let axis = vertical_axis(body);
     let torso_at = |y: Real| {
         slice(body, y, axis).filter(|w| {
@@ -77,20 +116,40 @@ fn find_waist_in(body: &Mesh, collider: &BodyCollider) -> Result<Waist, FitError
         let steps = ((to - from) / 0.005).ceil().clamp(1.0, 400.0) as usize;
         (0..=steps).map(move |k| from + (to - from) * k as Real / steps as Real)
     };
-    let crotch = heights(
+    // The crotch is where the legs join: below it the section's centre falls between them.
+    // A body whose section is whole already at the search's start has no legs there (a
+    // cylinder, a robe).
+    let mut searched = heights(
         lo.y + CROTCH_SEARCH.0 * height,
         lo.y + CROTCH_SEARCH.1 * height,
-    )
-    .find(|&y| torso_at(y).is_some());
+    );
+    let legs_apart = searched.next().is_some_and(|y| torso_at(y).is_none());
+    let crotch = legs_apart
+        .then(|| searched.find(|&y| torso_at(y).is_some()))
+        .flatten();
     let (from, to) = match crotch {
         Some(c) => (
             c + WAIST_ABOVE_CROTCH.0 * height,
             c + WAIST_ABOVE_CROTCH.1 * height,
         ),
-        None => (
-            lo.y + CROTCH_SEARCH.0 * height,
-            lo.y + CROTCH_SEARCH.1 * height,
-        ),
+        None => {
+            let hint = if height > 3.0 || height < 0.3 {
+                format!(
+                    " (is it in metres? a person is 1–2 m tall; set the body's unit_scale, \
+                     e.g. {})",
+                    crate::scene::suggested_unit_scale(height).unwrap_or(1.0)
+                )
+            } else {
+                String::new()
+            };
+            return Err(FitError::NoLegs {
+                name: body.name.clone(),
+                height_m: height,
+                from_m: lo.y + CROTCH_SEARCH.0 * height,
+                to_m: lo.y + CROTCH_SEARCH.1 * height,
+                hint,
+            });
+        }
     };
     let mut best: Option<(Real, Waist)> = None;
     for y in heights(from, to) {

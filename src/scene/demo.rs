@@ -294,11 +294,37 @@ pub fn write_fitted_skirt(
     params: &SkirtParams,
     waist_height_m: Option<Real>,
 ) -> Result<PathBuf, DemoError> {
+    write_fitted_skirt_scaled(dir, body_glb, params, waist_height_m, 1.0)
+}
+
+/// [`write_fitted_skirt`] for a body in other units: `unit_scale` is the factor from its file's
+/// units to metres (`0.01` for centimetres), applied before fitting and written as the scene
+/// body's `unit_scale`. `waist_height_m` is in metres, after the scaling.
+pub fn write_fitted_skirt_scaled(
+    dir: &Path,
+    body_glb: &Path,
+    params: &SkirtParams,
+    waist_height_m: Option<Real>,
+    unit_scale: Real,
+) -> Result<PathBuf, DemoError> {
+    if !(unit_scale.is_finite() && unit_scale > 0.0 && unit_scale <= crate::scene::MAX_UNIT_SCALE) {
+        return Err(DemoError::Fit {
+            path: body_glb.to_path_buf(),
+            source: crate::garment::fit::FitError::Body {
+                name: "body".into(),
+                problem: format!(
+                    "unit scale {unit_scale} must be a finite factor greater than 0 and at most \
+                     1000 from the file's units to metres"
+                ),
+            },
+        });
+    }
     std::fs::create_dir_all(dir).map_err(|source| DemoError::Folder {
         path: dir.to_path_buf(),
         source,
     })?;
-    let rig = crate::body::Rig::load(body_glb, None)?;
+    let mut rig = crate::body::Rig::load(body_glb, None)?;
+    rig.scale(unit_scale);
     let garment = crate::garment::fit::fit_skirt(rig.rest_mesh(), params, waist_height_m).map_err(
         |source| DemoError::Fit {
             path: body_glb.to_path_buf(),
@@ -315,6 +341,7 @@ pub fn write_fitted_skirt(
         name: format!("{name}-skirt"),
         body: Some(BodySpec {
             path: body_path,
+            unit_scale,
             ..Default::default()
         }),
         garments: vec![GarmentSpec {
