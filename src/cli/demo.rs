@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
-use drape::scene::demo::{fitted_skirt_params, write_demo, write_fitted_skirt, DemoScene};
+use drape::scene::demo::{fitted_skirt_params, write_demo, write_fitted_skirt_scaled, DemoScene};
 
 /// `drape demo`'s arguments.
 #[derive(Args)]
@@ -115,7 +115,7 @@ fn run_demo(
             Some(params) => drape::scene::demo::write_walk(dir, params),
             None => write_demo(dir, DemoScene::Walk, None),
         },
-        (DemoKind::FittedSkirt, None, Some(body)) => drape::scene::demo::write_fitted_skirt_scaled(
+        (DemoKind::FittedSkirt, None, Some(body)) => write_fitted_skirt_scaled(
             dir,
             body,
             &fitted_skirt_params(),

@@ -133,7 +133,7 @@ fn find_waist_in(body: &Mesh, collider: &BodyCollider) -> Result<Waist, FitError
             c + WAIST_ABOVE_CROTCH.1 * height,
         ),
         None => {
-            let hint = if height > 3.0 || height < 0.3 {
+            let hint = if !(0.3..=3.0).contains(&height) {
                 format!(
                     " (is it in metres? a person is 1–2 m tall; set the body's unit_scale, \
                      e.g. {})",
