@@ -843,7 +843,7 @@ mod tests {
     fn exclusions_default_to_none_are_validated_and_round_trip() {
         let parse = |body: &str| {
             Scene::from_ron(
-                &format!("(body: Some((path: \"b.glb\"{body})), garments: [])"),
+                &format!("(body: Some((path: \"b.glb\"{body})), garments: [(path: \"g.glb\")])"),
                 Path::new("x.ron"),
             )
         };

@@ -2751,8 +2751,6 @@ fn check_substep(
     settings: &SolverSettings,
     check_penetration: bool,
 ) -> Result<Real, SubstepFailure> {
-    // The particles and edges on one thread, the triangles on another (with `parallel`); the
-    // checks then report in the same order as one after another.
     // Particles pinched between two parts of the body are left out of the stretch and
     // penetration checks: the body leaves them no room, and smaller steps cannot make any
     // (an empty list, allocated for nothing, where nothing is pinched).
@@ -2776,6 +2774,8 @@ fn check_substep(
             near && b.room_at(&s, pinch_gap_m).is_some()
         })
     };
+    // The particles and edges on one thread, the triangles on another (with `parallel`); the
+    // checks then report in the same order as one after another.
     let particles_and_edges = || {
         let finite = p.x.iter().all(|v| v.is_finite()) && p.v.iter().all(|v| v.is_finite());
         let stretch_of = |c: &Distance| {
