@@ -137,7 +137,8 @@ fn find_waist_in(body: &Mesh, collider: &BodyCollider) -> Result<Waist, FitError
                 format!(
                     " (is it in metres? a person is 1–2 m tall; set the body's unit_scale, \
                      e.g. {})",
-                    crate::scene::suggested_unit_scale(height).unwrap_or(1.0)
+                    // The power of ten to about 1.7 m (as the scene's own suggestion).
+                    10f64.powi((1.7 / height as f64).log10().round() as i32) as Real
                 )
             } else {
                 String::new()
