@@ -24,6 +24,7 @@ pub mod garment;
 pub mod io;
 pub mod math;
 pub mod mesh;
+pub mod neural;
 pub mod paint;
 pub mod preset;
 pub mod scene;

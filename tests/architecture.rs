@@ -18,6 +18,7 @@ const LAYERS: &[&str] = &[
     "constraints",
     "collide",
     "garment",
+    "neural",
     "solver",
     "paint",
     "io",

@@ -1,0 +1,714 @@
+//! The learned dynamics prior of the hybrid solver (issue 34; docs/solver.md, "The hybrid
+//! solver"): a small message-passing graph network over the cloth's mesh edges and its body
+//! edges, its model file, and its inference.
+//!
+//! # What it predicts
+//!
+//! For each particle, a **position residual** `Δx` (m) added to the substep's prediction
+//! `x̃ = x + h·v + h²·g` before the XPBD projection. Its training target is what a converged
+//! projection (many iterations) does to the same prediction: `Δx* = x* − x̃`. So a perfect
+//! network hands the projection a state that is already feasible, and the one or two
+//! iterations that follow keep the hard guarantees (contacts, pins, the stretch limit) without
+//! having to carry the whole correction. Whatever the network moves becomes velocity exactly as
+//! a projection's move does (`v = (x − x_prev)/h`), so a prediction that matches the converged
+//! projection gives the converged solve's dynamics, not a force of its own.
+//!
+//! The prediction is made **per substep**, from that substep's prediction and the previous
+//! substep's projection: nothing is shared across substeps except the history input below.
+//!
+//! # The graph
+//!
+//! All lengths are divided by the cloth's mean rest edge length `ℓ` (m) and all features are
+//! relative, so the network sees neither the cloth's place in the world nor its resolution.
+//!
+//! - **Nodes** (one per particle, [`NODE_FEATURES`]): the predicted move `(x̃ − x)/ℓ`, the
+//!   previous substep's projection move `(x_end − x̃)/ℓ` (the history, zero after a rollback),
+//!   whether the particle is pinned, and gravity's move in one substep `h²·g/ℓ`.
+//! - **Mesh edges** (each stretch edge in both directions, [`EDGE_FEATURES`]): the predicted
+//!   relative position `(x̃_j − x̃_i)/ℓ`, its strain `|x̃_j − x̃_i|/L − 1`, the rest length `L/ℓ`
+//!   and the edge's stiffness for one substep `ln(1 + (w_i + w_j)/α̃)/20`, `α̃ = α/h²`.
+//! - **Body edges** (each particle in contact with the body, to its closest body point,
+//!   [`BODY_FEATURES`]): the gap `(d − thickness)/ℓ` along the normal, the normal, and the body
+//!   surface's move in the substep relative to the particle's predicted move, over `ℓ`.
+//!
+//! # The network
+//!
+//! Encode–process–decode (Pfaff et al., MeshGraphNets), every block a two-layer MLP
+//! (`Linear → ReLU → Linear`) of width [`Gnn::hidden`]: the three encoders, then
+//! [`Gnn::steps`] message-passing steps, each updating every directed edge from its latent and
+//! its two nodes' (`e += MLP[e, n_i, n_j]`) and every node from its latent, the sum of its
+//! incoming edges and its body edge (`n += MLP[n, Σe, b]`), then a decoder to `Δx/ℓ`. The
+//! steps have weights of their own. The forward pass here is the one the solver runs: plain
+//! `f32`, allocation-free once its [`Scratch`] is warm; `src/train/` trains the same network
+//! with candle and checks that both forwards agree.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// The model file format this build reads and writes.
+pub const MODEL_FORMAT_VERSION: u32 = 1;
+
+/// Features per node: predicted move (3), history (3), pinned (1), gravity's move (3).
+pub const NODE_FEATURES: usize = 10;
+
+/// Features per directed mesh edge: relative position (3), strain, rest length, stiffness.
+pub const EDGE_FEATURES: usize = 6;
+
+/// Features per body edge: gap, normal (3), relative body move (3).
+pub const BODY_FEATURES: usize = 7;
+
+/// Outputs per node: `Δx/ℓ`.
+pub const OUTPUTS: usize = 3;
+
+/// Widest hidden layer a model may have (the forward pass keeps its rows on the stack).
+pub const MAX_HIDDEN: usize = 64;
+
+/// Most message-passing steps a model may have.
+pub const MAX_STEPS: usize = 8;
+
+/// A dense layer: `y = W·x + b`, `W` row-major with `outputs` rows of `inputs`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Linear {
+    /// Input width.
+    pub inputs: usize,
+    /// Output width.
+    pub outputs: usize,
+    /// `outputs × inputs` weights, row by row.
+    pub weight: Vec<f32>,
+    /// `outputs` biases.
+    pub bias: Vec<f32>,
+}
+
+impl Linear {
+    /// A layer of zeros.
+    pub fn zeros(inputs: usize, outputs: usize) -> Self {
+        Self {
+            inputs,
+            outputs,
+            weight: vec![0.0; inputs * outputs],
+            bias: vec![0.0; outputs],
+        }
+    }
+
+    /// `out = W·x + b` (`x.len() == inputs`, `out.len() == outputs`).
+    #[inline]
+    fn apply(&self, x: &[f32], out: &mut [f32]) {
+        for (o, (row, b)) in out
+            .iter_mut()
+            .zip(self.weight.chunks_exact(self.inputs).zip(&self.bias))
+        {
+            let mut s = *b;
+            for (w, v) in row.iter().zip(x) {
+                s += w * v;
+            }
+            *o = s;
+        }
+    }
+
+    fn check(&self, name: &str, inputs: usize, outputs: usize) -> Result<(), String> {
+        if self.inputs != inputs || self.outputs != outputs {
+            return Err(format!(
+                "{name}: a {}×{} layer where the network needs {inputs}×{outputs}",
+                self.inputs, self.outputs
+            ));
+        }
+        if self.weight.len() != inputs * outputs || self.bias.len() != outputs {
+            return Err(format!(
+                "{name}: {} weights and {} biases for a {inputs}×{outputs} layer",
+                self.weight.len(),
+                self.bias.len()
+            ));
+        }
+        if !self.weight.iter().chain(&self.bias).all(|v| v.is_finite()) {
+            return Err(format!("{name}: a weight is not a finite number"));
+        }
+        Ok(())
+    }
+}
+
+/// Two dense layers with a ReLU between them.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Mlp {
+    /// Input to hidden.
+    pub first: Linear,
+    /// Hidden to output.
+    pub second: Linear,
+}
+
+impl Mlp {
+    /// An MLP of zeros.
+    pub fn zeros(inputs: usize, hidden: usize, outputs: usize) -> Self {
+        Self {
+            first: Linear::zeros(inputs, hidden),
+            second: Linear::zeros(hidden, outputs),
+        }
+    }
+
+    /// `out = second(relu(first(x)))`; `out.len() == second.outputs`.
+    #[inline]
+    fn apply(&self, x: &[f32], out: &mut [f32]) {
+        let mut h = [0.0f32; MAX_HIDDEN];
+        let h = &mut h[..self.first.outputs];
+        self.first.apply(x, h);
+        for v in h.iter_mut() {
+            *v = v.max(0.0);
+        }
+        self.second.apply(h, out);
+    }
+
+    fn check(&self, name: &str, inputs: usize, hidden: usize, outputs: usize) -> Result<(), String> {
+        self.first.check(&format!("{name}.first"), inputs, hidden)?;
+        self.second.check(&format!("{name}.second"), hidden, outputs)
+    }
+}
+
+/// One message-passing step's weights.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Step {
+    /// Edge update from `[e, n_i, n_j]` (3 × hidden in).
+    pub edge: Mlp,
+    /// Node update from `[n, Σ incoming e, body edge]` (3 × hidden in).
+    pub node: Mlp,
+}
+
+/// The network's weights (see the [module docs](self)).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Gnn {
+    /// Width of every latent and hidden layer.
+    pub hidden: usize,
+    /// Node encoder ([`NODE_FEATURES`] in).
+    pub node_encoder: Mlp,
+    /// Mesh-edge encoder ([`EDGE_FEATURES`] in).
+    pub edge_encoder: Mlp,
+    /// Body-edge encoder ([`BODY_FEATURES`] in).
+    pub body_encoder: Mlp,
+    /// The message-passing steps.
+    pub steps: Vec<Step>,
+    /// Decoder to `Δx/ℓ` ([`OUTPUTS`] out).
+    pub decoder: Mlp,
+    /// Scale of the decoder's output: `Δx/ℓ = output_scale × decoder` (the targets are small
+    /// next to an edge, so the decoder works at unit scale).
+    pub output_scale: f32,
+}
+
+impl Gnn {
+    /// A network of zeros (it predicts `Δx = 0`), `hidden` wide with `steps` steps.
+    pub fn zeros(hidden: usize, steps: usize) -> Self {
+        Self {
+            hidden,
+            node_encoder: Mlp::zeros(NODE_FEATURES, hidden, hidden),
+            edge_encoder: Mlp::zeros(EDGE_FEATURES, hidden, hidden),
+            body_encoder: Mlp::zeros(BODY_FEATURES, hidden, hidden),
+            steps: (0..steps)
+                .map(|_| Step {
+                    edge: Mlp::zeros(3 * hidden, hidden, hidden),
+                    node: Mlp::zeros(3 * hidden, hidden, hidden),
+                })
+                .collect(),
+            decoder: Mlp::zeros(hidden, hidden, OUTPUTS),
+            output_scale: 1.0,
+        }
+    }
+
+    /// Every MLP in a fixed order (the order the trainer and the file use): the three
+    /// encoders, each step's edge and node updates, the decoder.
+    pub fn mlps(&self) -> Vec<&Mlp> {
+        let mut out = vec![&self.node_encoder, &self.edge_encoder, &self.body_encoder];
+        for s in &self.steps {
+            out.push(&s.edge);
+            out.push(&s.node);
+        }
+        out.push(&self.decoder);
+        out
+    }
+
+    /// [`Gnn::mlps`], mutable.
+    pub fn mlps_mut(&mut self) -> Vec<&mut Mlp> {
+        let Gnn {
+            node_encoder,
+            edge_encoder,
+            body_encoder,
+            steps,
+            decoder,
+            ..
+        } = self;
+        let mut out = vec![node_encoder, edge_encoder, body_encoder];
+        for s in steps.iter_mut() {
+            out.push(&mut s.edge);
+            out.push(&mut s.node);
+        }
+        out.push(decoder);
+        out
+    }
+
+    /// Number of weights and biases.
+    pub fn parameter_count(&self) -> usize {
+        self.mlps()
+            .iter()
+            .flat_map(|m| [&m.first, &m.second])
+            .map(|l| l.weight.len() + l.bias.len())
+            .sum()
+    }
+
+    /// Checks every layer's shape against `hidden` and `steps`, and that every weight is
+    /// finite; the error names the layer.
+    pub fn check(&self) -> Result<(), String> {
+        let h = self.hidden;
+        if h == 0 || h > MAX_HIDDEN {
+            return Err(format!("hidden width {h}: must be 1 to {MAX_HIDDEN}"));
+        }
+        if self.steps.len() > MAX_STEPS {
+            return Err(format!(
+                "{} message-passing steps: at most {MAX_STEPS}",
+                self.steps.len()
+            ));
+        }
+        if !(self.output_scale.is_finite() && self.output_scale > 0.0) {
+            return Err(format!(
+                "output_scale {}: must be a positive number",
+                self.output_scale
+            ));
+        }
+        self.node_encoder.check("node_encoder", NODE_FEATURES, h, h)?;
+        self.edge_encoder.check("edge_encoder", EDGE_FEATURES, h, h)?;
+        self.body_encoder.check("body_encoder", BODY_FEATURES, h, h)?;
+        for (k, s) in self.steps.iter().enumerate() {
+            s.edge.check(&format!("steps[{k}].edge"), 3 * h, h, h)?;
+            s.node.check(&format!("steps[{k}].node"), 3 * h, h, h)?;
+        }
+        self.decoder.check("decoder", h, h, OUTPUTS)
+    }
+
+    /// The forward pass: `out[i] = Δx_i/ℓ` for every node of `graph`. Allocation-free once
+    /// `scratch` has held a graph this size. `graph` must be consistent (as
+    /// [`Graph::check`] says); the solver builds it so.
+    pub fn forward(&self, graph: &Graph<'_>, scratch: &mut Scratch, out: &mut [[f32; OUTPUTS]]) {
+        let h = self.hidden;
+        let n = graph.nodes();
+        let e = graph.edges.len();
+        scratch.node.resize(n * h, 0.0);
+        scratch.edge.resize(e * h, 0.0);
+        scratch.body.clear();
+        scratch.body.resize(n * h, 0.0);
+        scratch.sum.resize(n * h, 0.0);
+        for (i, f) in graph.node_features.chunks_exact(NODE_FEATURES).enumerate() {
+            self.node_encoder.apply(f, &mut scratch.node[i * h..(i + 1) * h]);
+        }
+        for (k, f) in graph.edge_features.chunks_exact(EDGE_FEATURES).enumerate() {
+            self.edge_encoder.apply(f, &mut scratch.edge[k * h..(k + 1) * h]);
+        }
+        for (&i, f) in graph
+            .body_nodes
+            .iter()
+            .zip(graph.body_features.chunks_exact(BODY_FEATURES))
+        {
+            let i = i as usize;
+            self.body_encoder.apply(f, &mut scratch.body[i * h..(i + 1) * h]);
+        }
+        let mut input = [0.0f32; 3 * MAX_HIDDEN];
+        let mut delta = [0.0f32; MAX_HIDDEN];
+        let input = &mut input[..3 * h];
+        let delta = &mut delta[..h];
+        for step in &self.steps {
+            for (k, &[i, j]) in graph.edges.iter().enumerate() {
+                let (i, j) = (i as usize, j as usize);
+                input[..h].copy_from_slice(&scratch.edge[k * h..(k + 1) * h]);
+                input[h..2 * h].copy_from_slice(&scratch.node[i * h..(i + 1) * h]);
+                input[2 * h..].copy_from_slice(&scratch.node[j * h..(j + 1) * h]);
+                step.edge.apply(input, delta);
+                for (l, d) in scratch.edge[k * h..(k + 1) * h].iter_mut().zip(&*delta) {
+                    *l += d;
+                }
+            }
+            scratch.sum.iter_mut().for_each(|v| *v = 0.0);
+            for (k, &[_, j]) in graph.edges.iter().enumerate() {
+                let j = j as usize;
+                for (s, l) in scratch.sum[j * h..(j + 1) * h]
+                    .iter_mut()
+                    .zip(&scratch.edge[k * h..(k + 1) * h])
+                {
+                    *s += l;
+                }
+            }
+            for i in 0..n {
+                input[..h].copy_from_slice(&scratch.node[i * h..(i + 1) * h]);
+                input[h..2 * h].copy_from_slice(&scratch.sum[i * h..(i + 1) * h]);
+                input[2 * h..].copy_from_slice(&scratch.body[i * h..(i + 1) * h]);
+                step.node.apply(input, delta);
+                for (l, d) in scratch.node[i * h..(i + 1) * h].iter_mut().zip(&*delta) {
+                    *l += d;
+                }
+            }
+        }
+        for (i, o) in out.iter_mut().enumerate().take(n) {
+            self.decoder.apply(&scratch.node[i * h..(i + 1) * h], o);
+            for v in o.iter_mut() {
+                *v *= self.output_scale;
+            }
+        }
+    }
+}
+
+/// One substep's graph, as the network reads it (see the [module docs](self)).
+#[derive(Clone, Copy, Debug)]
+pub struct Graph<'a> {
+    /// `nodes × NODE_FEATURES`, node by node.
+    pub node_features: &'a [f32],
+    /// Directed mesh edges `[from, to]`.
+    pub edges: &'a [[u32; 2]],
+    /// `edges × EDGE_FEATURES`, edge by edge.
+    pub edge_features: &'a [f32],
+    /// The node of each body edge (at most one per node).
+    pub body_nodes: &'a [u32],
+    /// `body_nodes × BODY_FEATURES`.
+    pub body_features: &'a [f32],
+}
+
+impl Graph<'_> {
+    /// Number of nodes.
+    pub fn nodes(&self) -> usize {
+        self.node_features.len() / NODE_FEATURES
+    }
+
+    /// Whether the arrays fit together: whole rows, indices in range, one body edge per node
+    /// at most.
+    pub fn check(&self) -> Result<(), String> {
+        let n = self.nodes();
+        if self.node_features.len() != n * NODE_FEATURES
+            || self.edge_features.len() != self.edges.len() * EDGE_FEATURES
+            || self.body_features.len() != self.body_nodes.len() * BODY_FEATURES
+        {
+            return Err("feature arrays of the wrong length".into());
+        }
+        if self.edges.iter().flatten().any(|&i| i as usize >= n) {
+            return Err("an edge refers to a node that does not exist".into());
+        }
+        let mut seen = vec![false; n];
+        for &i in self.body_nodes {
+            let Some(s) = seen.get_mut(i as usize) else {
+                return Err("a body edge refers to a node that does not exist".into());
+            };
+            if std::mem::replace(s, true) {
+                return Err(format!("node {i} has two body edges"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The forward pass's buffers, reused from substep to substep.
+#[derive(Clone, Debug, Default)]
+pub struct Scratch {
+    node: Vec<f32>,
+    edge: Vec<f32>,
+    body: Vec<f32>,
+    sum: Vec<f32>,
+}
+
+/// What a model was trained for: a scene whose solver differs is refused (or falls back, as the
+/// scene says), since the network's inputs are scaled by the substep.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TrainedFor {
+    /// Substeps per frame.
+    pub substeps: u32,
+    /// Frames per second.
+    pub fps: f32,
+}
+
+/// The loss terms of the training, each a mean over the training samples (dimensionless, in
+/// units of the edge length where a length).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Losses {
+    /// Supervised: `|Δx − Δx*|²/ℓ²` against the converged projection.
+    pub supervised: f32,
+    /// Stretch: the squared edge strain `(|x_j − x_i|/L − 1)²` after the prediction.
+    pub stretch: f32,
+    /// Bending: the squared change of each hinge's wing-tip distance from its rest value, over
+    /// `ℓ²` (an isometric stand-in for the dihedral angle).
+    pub bending: f32,
+    /// Collision: the squared depth below the collision thickness after the prediction, `/ℓ²`.
+    pub collision: f32,
+    /// Inertia: the squared move `|Δx|²/ℓ²` (the prediction's departure from free flight).
+    pub inertia: f32,
+    /// The weighted sum the optimiser minimised.
+    pub total: f32,
+}
+
+/// How a model was trained, as `drape train` recorded it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TrainingRecord {
+    /// The scenes baked for the data, one line each.
+    pub scenes: Vec<String>,
+    /// Training samples (substeps).
+    pub samples: usize,
+    /// Optimiser steps.
+    pub epochs: usize,
+    /// Learning rate of the optimiser (AdamW).
+    pub learning_rate: f64,
+    /// The loss weights `[supervised, stretch, bending, collision, inertia]`.
+    pub weights: [f32; 5],
+    /// Iterations per substep of the converged teacher bakes.
+    pub teacher_iterations: u32,
+    /// The losses before the first step, on the training samples.
+    pub initial: Losses,
+    /// The losses after the last step.
+    pub final_losses: Losses,
+    /// The losses after the last step on the held-out samples (scenes not trained on).
+    pub held_out: Losses,
+}
+
+/// A trained model as stored on disk (RON, `NAME.ron` in the library's `models/` folder).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ModelFile {
+    /// [`MODEL_FORMAT_VERSION`] of the build that wrote it.
+    pub format_version: u32,
+    /// Drape's version that wrote it.
+    pub drape_version: String,
+    /// What the model was trained for.
+    pub trained_for: TrainedFor,
+    /// A hash of the training data (FNV-1a over the samples' features and targets, hex).
+    pub data_hash: String,
+    /// How it was trained.
+    pub training: TrainingRecord,
+    /// The network.
+    pub network: Gnn,
+}
+
+/// A model file that cannot be used; every message names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum ModelError {
+    /// The file cannot be read or written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The model file.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// The file is not a model file (corrupt or another kind of file).
+    #[error("{path}: not a Drape model file: {problem}")]
+    Parse {
+        /// The model file.
+        path: PathBuf,
+        /// What the parser said.
+        problem: String,
+    },
+    /// Written by a newer Drape.
+    #[error(
+        "{path}: model format {found} is newer than this Drape reads ({supported}); retrain it with `drape train` or update Drape"
+    )]
+    Newer {
+        /// The model file.
+        path: PathBuf,
+        /// The file's format.
+        found: u32,
+        /// What this build reads.
+        supported: u32,
+    },
+    /// The network's layers do not fit together.
+    #[error("{path}: broken network: {problem}")]
+    Invalid {
+        /// The model file.
+        path: PathBuf,
+        /// Which layer and how.
+        problem: String,
+    },
+    /// Trained for other solver settings than the scene's.
+    #[error("{path}: trained for {trained}, but the scene runs {scene}; retrain it for these settings with `drape train`")]
+    Mismatch {
+        /// The model file.
+        path: PathBuf,
+        /// What it was trained for.
+        trained: String,
+        /// What the scene runs.
+        scene: String,
+    },
+}
+
+impl ModelFile {
+    /// Reads and checks a model file.
+    pub fn load(path: &Path) -> Result<Self, ModelError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ModelError::Io {
+            path: path.into(),
+            source,
+        })?;
+        Self::parse(&text, path)
+    }
+
+    /// Parses and checks a model file's text; `path` names it in errors.
+    pub fn parse(text: &str, path: &Path) -> Result<Self, ModelError> {
+        // The version first, so that a newer file is named as such and not as a parse error
+        // of a field this build does not know.
+        #[derive(Deserialize)]
+        struct Version {
+            format_version: u32,
+        }
+        let parse = |problem: String| ModelError::Parse {
+            path: path.into(),
+            problem,
+        };
+        let options = ron::Options::default();
+        let version: Version = options
+            .from_str::<ron::Value>(text)
+            .map_err(|e| parse(e.to_string()))?
+            .into_rust()
+            .map_err(|e| parse(format!("no format_version ({e})")))?;
+        if version.format_version > MODEL_FORMAT_VERSION {
+            return Err(ModelError::Newer {
+                path: path.into(),
+                found: version.format_version,
+                supported: MODEL_FORMAT_VERSION,
+            });
+        }
+        let file: ModelFile = options.from_str(text).map_err(|e| parse(e.to_string()))?;
+        file.network.check().map_err(|problem| ModelError::Invalid {
+            path: path.into(),
+            problem,
+        })?;
+        Ok(file)
+    }
+
+    /// Refuses a model trained for other settings than `substeps` at `fps`.
+    pub fn check_for(&self, path: &Path, substeps: u32, fps: f32) -> Result<(), ModelError> {
+        let t = &self.trained_for;
+        if t.substeps != substeps || (t.fps - fps).abs() > 1e-3 * fps.abs() {
+            return Err(ModelError::Mismatch {
+                path: path.into(),
+                trained: format!("{} substeps at {} fps", t.substeps, t.fps),
+                scene: format!("{substeps} substeps at {fps} fps"),
+            });
+        }
+        Ok(())
+    }
+
+    /// Writes the model atomically (a temporary file beside it, then a rename), creating the
+    /// folder.
+    pub fn save(&self, path: &Path) -> Result<(), ModelError> {
+        let io = |source| ModelError::Io {
+            path: path.into(),
+            source,
+        };
+        let text = ron::ser::to_string_pretty(self, ron::ser::PrettyConfig::default())
+            .map_err(|e| io(std::io::Error::other(e.to_string())))?;
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(io)?;
+        }
+        let tmp = path.with_extension("ron.tmp");
+        std::fs::write(&tmp, text).map_err(io)?;
+        std::fs::rename(&tmp, path).map_err(io)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tiny() -> Gnn {
+        let mut g = Gnn::zeros(4, 1);
+        // Deterministic, non-trivial weights.
+        for (k, mlp) in g.mlps_mut().into_iter().enumerate() {
+            let l = &mut mlp.first;
+            for (m, w) in l.weight.iter_mut().chain(l.bias.iter_mut()).enumerate() {
+                *w = (((k * 31 + m * 7) % 13) as f32 - 6.0) * 0.05;
+            }
+            let l = &mut mlp.second;
+            for (m, w) in l.weight.iter_mut().chain(l.bias.iter_mut()).enumerate() {
+                *w = (((k * 31 + m * 7) % 13) as f32 - 6.0) * 0.05;
+            }
+        }
+        g
+    }
+
+    fn graph_of<'a>(nf: &'a [f32], ef: &'a [f32], edges: &'a [[u32; 2]], bf: &'a [f32]) -> Graph<'a> {
+        Graph {
+            node_features: nf,
+            edges,
+            edge_features: ef,
+            body_nodes: &[1],
+            body_features: bf,
+        }
+    }
+
+    #[test]
+    fn a_zero_network_predicts_nothing_and_a_tiny_one_is_deterministic() {
+        let nf: Vec<f32> = (0..3 * NODE_FEATURES).map(|i| i as f32 * 0.01).collect();
+        let edges = [[0, 1], [1, 0], [1, 2], [2, 1]];
+        let ef: Vec<f32> = (0..4 * EDGE_FEATURES).map(|i| (i as f32 * 0.3).sin()).collect();
+        let bf = [0.1, 0.0, 1.0, 0.0, 0.0, -0.2, 0.0];
+        let g = graph_of(&nf, &ef, &edges, &bf);
+        g.check().unwrap();
+        let mut out = vec![[9.0; 3]; 3];
+        Gnn::zeros(4, 2).forward(&g, &mut Scratch::default(), &mut out);
+        assert!(out.iter().flatten().all(|&v| v == 0.0));
+        let net = tiny();
+        net.check().unwrap();
+        let (mut a, mut b) = (vec![[0.0; 3]; 3], vec![[0.0; 3]; 3]);
+        let mut s = Scratch::default();
+        net.forward(&g, &mut s, &mut a);
+        net.forward(&g, &mut s, &mut b);
+        assert_eq!(a, b);
+        assert!(a.iter().flatten().any(|&v| v != 0.0));
+        // The body edge reaches node 1 only before message passing spreads it.
+        let g2 = Graph {
+            body_nodes: &[],
+            body_features: &[],
+            ..g
+        };
+        net.forward(&g2, &mut s, &mut b);
+        assert_ne!(a[1], b[1]);
+    }
+
+    #[test]
+    fn broken_graphs_and_networks_are_named() {
+        let nf = vec![0.0; 2 * NODE_FEATURES];
+        let ef = vec![0.0; EDGE_FEATURES];
+        let bad = [[0, 5]];
+        let g = graph_of(&nf, &ef, &bad, &[0.0; BODY_FEATURES]);
+        assert!(g.check().unwrap_err().contains("does not exist"));
+        let mut net = tiny();
+        net.steps[0].node.first.weight.pop();
+        assert!(net.check().unwrap_err().starts_with("steps[0].node.first"));
+        let mut net = tiny();
+        net.decoder.second.bias[0] = f32::NAN;
+        assert!(net.check().unwrap_err().contains("finite"));
+    }
+
+    fn file() -> ModelFile {
+        ModelFile {
+            format_version: MODEL_FORMAT_VERSION,
+            drape_version: crate::VERSION.into(),
+            trained_for: TrainedFor {
+                substeps: 10,
+                fps: 24.0,
+            },
+            data_hash: "0".into(),
+            training: TrainingRecord::default(),
+            network: tiny(),
+        }
+    }
+
+    #[test]
+    fn a_model_file_round_trips_and_bad_files_are_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("models/m.ron");
+        let f = file();
+        f.save(&path).unwrap();
+        assert_eq!(ModelFile::load(&path).unwrap(), f);
+        assert!(!path.with_extension("ron.tmp").exists());
+
+        let text = std::fs::read_to_string(&path).unwrap();
+        let newer = text.replacen("format_version: 1", "format_version: 99", 1);
+        let e = ModelFile::parse(&newer, &path).unwrap_err().to_string();
+        assert!(e.contains("m.ron") && e.contains("newer"), "{e}");
+        let e = ModelFile::parse(&text[..text.len() / 2], &path)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("m.ron") && e.contains("not a Drape model"), "{e}");
+        let e = ModelFile::parse("(name: \"cotton\")", &path).unwrap_err().to_string();
+        assert!(e.contains("not a Drape model"), "{e}");
+        let e = f.check_for(&path, 20, 24.0).unwrap_err().to_string();
+        assert!(e.contains("trained for 10 substeps") && e.contains("20 substeps"), "{e}");
+        f.check_for(&path, 10, 24.0).unwrap();
+    }
+}
