@@ -57,6 +57,7 @@ pub mod batch;
 pub mod global_stretch;
 pub mod levels;
 pub mod line_stretch;
+pub mod neural;
 pub mod pipeline;
 
 use std::time::{Duration, Instant};
@@ -78,6 +79,7 @@ pub use crate::garment::material::Membrane;
 use crate::math::{Real, Vec3, Vec4};
 use crate::solver::global_stretch::{GlobalBend, GlobalShear, GlobalStretch};
 use crate::solver::line_stretch::LineStretch;
+use crate::solver::neural::{NeuralRun, NeuralSettings, Sample, Topology};
 use batch::SharedSlice;
 use levels::{Counts, Levels, Positions};
 use pipeline::{Halves, Pipeline};
@@ -227,6 +229,11 @@ pub struct SolverSettings {
     /// [`Self::iterations`] on every frame. See [`AdaptiveIterations`] and docs/solver.md,
     /// "Adaptive iterations".
     pub adaptive_iterations: Option<AdaptiveIterations>,
+    /// The hybrid solver's learned prior (issue 34; docs/solver.md, "The hybrid solver"): a
+    /// graph network's correction of each substep's prediction before the projection. `None`
+    /// (the default) is the classical solver, bit for bit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub neural: Option<NeuralSettings>,
     /// `parallel_projection`, a setting of earlier versions ([`RETIRED_SETTINGS`]): read so
     /// that older scenes and presets still load, ignored (with a warning), never written.
     #[serde(
@@ -286,6 +293,7 @@ impl Default for SolverSettings {
             warm_start: 0.0,
             predicted_friction: true,
             adaptive_iterations: None,
+            neural: None,
         }
     }
 }
@@ -464,6 +472,9 @@ impl SolverSettings {
                 self.iterations.to_string(),
                 "must be from 1 to 100 per substep",
             );
+        }
+        if let Some(n) = &self.neural {
+            n.validate()?;
         }
         if let Some(a) = &self.adaptive_iterations {
             if !(1..=MAX_ITERATIONS).contains(&a.min_iterations) {
@@ -808,6 +819,8 @@ pub struct StageTimes {
     pub velocities: Duration,
     /// Stage 7.
     pub check: Duration,
+    /// The hybrid's network (graph and inference), within stage 2.
+    pub neural: Duration,
     /// Stage 5 by constraint kind (their sum is within [`Self::project`], which also holds the
     /// multiplier resets and the warm start).
     pub project_kinds: ProjectTimes,
@@ -894,6 +907,15 @@ pub struct FrameReport {
     /// Largest edge stretch (`length / rest − 1`, fraction) at the end of the frame, as the
     /// last substep's check measured it.
     pub max_stretch: Real,
+    /// Substeps whose prediction the hybrid's network corrected.
+    pub neural_substeps: u32,
+    /// Network predictions not applied: not finite, or a spike past
+    /// [`NeuralSettings::max_correction`].
+    pub neural_rejected: u32,
+    /// Substeps that failed with the network's correction and were run again classically.
+    pub neural_fallbacks: u32,
+    /// Largest move the network gave a particle this frame (m).
+    pub neural_max_correction_m: Real,
 }
 
 /// The XPBD solver.
@@ -987,6 +1009,17 @@ pub struct Solver {
     /// The substep length (s) the stretch, shear and bend multipliers were found with, for the
     /// warm start; 0 when they are not to be reused (a new solver, a restore, a failed substep).
     warm_h: Real,
+    /// The hybrid's network and its graph buffers ([`Solver::set_network`]), or the graph
+    /// alone while recording ([`Solver::record_samples`]).
+    neural: Option<NeuralRun>,
+    /// Whether this substep built the network's graph (it ran at the trained length).
+    neural_graph: bool,
+    /// Whether this substep applied the network's correction.
+    neural_applied: bool,
+    /// Run the next attempt classically (the fallback's retry).
+    neural_off: bool,
+    /// Training samples recorded so far ([`Solver::record_samples`]).
+    samples: Option<Vec<Sample>>,
 }
 
 /// Each particle's neighbours along the stretch edges, for [`moves_of_neighbours`]: particle
@@ -1466,7 +1499,44 @@ impl Solver {
             global_bend: GlobalBend::default(),
             global_shear: GlobalShear::default(),
             warm_h: 0.0,
+            neural: None,
+            neural_graph: false,
+            neural_applied: false,
+            neural_off: false,
+            samples: None,
         })
+    }
+
+    /// Turns on the hybrid's network (layer 2; docs/solver.md, "The hybrid solver"), trained
+    /// for substeps of `trained_h_s` s; `None` turns it off. It runs only while
+    /// [`SolverSettings::neural`] is set, and only on substeps of the trained length (halved
+    /// retries run classically). Fails for a cloth without stretch edges.
+    pub fn set_network(
+        &mut self,
+        net: Option<std::sync::Arc<crate::neural::Gnn>>,
+        trained_h_s: Real,
+    ) -> Result<(), SimError> {
+        self.neural = match net {
+            Some(net) => Some(NeuralRun::new(Some(net), &self.model, trained_h_s)?),
+            None => None,
+        };
+        Ok(())
+    }
+
+    /// Starts recording a training sample ([`Sample`]) on every substep of `h_s` s: the
+    /// network's graph of the substep's prediction and where the projection took it. The
+    /// solver runs classically; [`Solver::take_samples`] hands the samples over.
+    pub fn record_samples(&mut self, h_s: Real) -> Result<Topology, SimError> {
+        let run = NeuralRun::new(None, &self.model, h_s)?;
+        let topology = run.topology(&self.model);
+        self.neural = Some(run);
+        self.samples = Some(Vec::new());
+        Ok(topology)
+    }
+
+    /// The samples recorded since the last call.
+    pub fn take_samples(&mut self) -> Vec<Sample> {
+        self.samples.as_mut().map(std::mem::take).unwrap_or_default()
     }
 
     /// Sets or clears a temporary soft attachment: the artist dragging one particle toward
@@ -1522,6 +1592,9 @@ impl Solver {
         }
         self.time_s = time_s;
         self.warm_h = 0.0;
+        if let Some(run) = self.neural.as_mut() {
+            run.clear_history();
+        }
         // The contacts of another time are no guide to the next prediction's friction.
         self.contacts_h = 0.0;
         if let (Some(MotionBox(motion)), Some(body)) = (self.motion.as_mut(), self.body.as_mut()) {
@@ -1717,11 +1790,24 @@ impl Solver {
         match self.substep(h, report) {
             Ok(()) => {
                 self.time_s = t0 + h as f64;
+                if let Some(run) = self.neural.as_mut() {
+                    if self.neural_graph {
+                        if let Some(samples) = self.samples.as_mut() {
+                            samples.push(run.sample(&self.particles));
+                        }
+                        run.record_history(&self.particles.x);
+                    } else {
+                        run.clear_history();
+                    }
+                }
                 Ok(())
             }
             Err(failure) => {
                 self.particles.clone_from(&self.checkpoint);
                 self.time_s = t0;
+                if let Some(run) = self.neural.as_mut() {
+                    run.clear_history();
+                }
                 // The failed substep's multipliers are not a start for the retry, nor its
                 // contacts for the friction on its prediction.
                 self.warm_h = 0.0;
@@ -1736,6 +1822,20 @@ impl Solver {
                 }
                 if let SubstepFailure::Body(source) = failure {
                     return Err(SimError::Body { time_s: t0, source });
+                }
+                // Layer 4: a substep that failed with the network's correction runs again,
+                // classically, at the same length, before any halving.
+                let fallback = self.settings.neural.as_ref().is_some_and(|n| n.fallback);
+                if self.neural_applied && fallback {
+                    report.neural_fallbacks += 1;
+                    report.rollback_reasons.push(format!(
+                        "t = {t0:.4} s: {} with the network's correction; run again classically",
+                        failure.describe()
+                    ));
+                    self.neural_off = true;
+                    let rerun = self.substep_with_retry(h, depth, report);
+                    self.neural_off = false;
+                    return rerun;
                 }
                 if depth >= self.settings.max_retries {
                     // An edge torn by a load the edge-by-edge sweep carries too slowly (a large
@@ -1803,6 +1903,8 @@ impl Solver {
         report.substeps += 1;
         self.kinematics(h)?;
         self.predict(h)?;
+        self.neural_predict(h, report);
+        self.reach();
         self.find_contacts();
         self.reset_multipliers(h, report);
         self.project(h, report);
@@ -1844,14 +1946,11 @@ impl Solver {
             settings,
             particles: p,
             model,
-            body,
             contacts,
             lambda_contact,
             contacts_h,
             friction_used,
-            motion_m,
             move2,
-            neighbours,
             times,
             ..
         } = self;
@@ -1915,14 +2014,69 @@ impl Solver {
                 friction_used[i] += dx.length() / h;
             }
         }
-        // A particle's contacts must hold wherever the projection carries it in this substep;
-        // the constraints move it by about its own and its neighbours' predicted moves. Only
-        // the body's contact search reads it.
-        if body.is_some() {
-            moves_of_neighbours(move2, neighbours, motion_m, settings.parallel);
-        }
         times.predict += t.elapsed();
         Ok(())
+    }
+
+    /// Layer 2 of the hybrid, after the prediction: the network's correction, on substeps of
+    /// the length it was trained for, unless this attempt is the fallback's classical run.
+    /// While recording, only the graph (the sample's inputs).
+    fn neural_predict(&mut self, h: Real, report: &mut FrameReport) {
+        self.neural_graph = false;
+        self.neural_applied = false;
+        let Some(run) = self.neural.as_mut() else {
+            return;
+        };
+        let recording = self.samples.is_some();
+        let settings = self.settings.neural.as_ref().filter(|_| run.has_network());
+        let predicting = settings.is_some() && !self.neural_off;
+        if !(recording || predicting) || (h - run.trained_h).abs() > 1e-6 * h {
+            return;
+        }
+        let t = Instant::now();
+        let contacts: &[Contact] = if self.contacts_h > 0.0 {
+            &self.contacts
+        } else {
+            &[]
+        };
+        let g = Vec3::from(self.settings.gravity_m_per_s2);
+        run.build_graph(&self.particles, contacts, h, g);
+        self.neural_graph = true;
+        let Some(settings) = settings.filter(|_| predicting) else {
+            self.times.neural += t.elapsed();
+            return;
+        };
+        match run.apply(&mut self.particles, settings.fallback, settings.max_correction) {
+            Ok(applied) => {
+                self.neural_applied = true;
+                report.neural_substeps += 1;
+                report.neural_max_correction_m =
+                    report.neural_max_correction_m.max(applied.max_correction_m);
+                let p = &self.particles;
+                for ((m2, x), xp) in self.move2.iter_mut().zip(&p.x).zip(&p.x_prev) {
+                    *m2 = (*x - *xp).length_squared();
+                }
+            }
+            Err(_) => report.neural_rejected += 1,
+        }
+        self.times.neural += t.elapsed();
+    }
+
+    /// How far each particle may be carried this substep, for the contact search: a
+    /// particle's contacts must hold wherever the projection carries it, and the constraints
+    /// move it by about its own and its neighbours' predicted moves. Only the body's contact
+    /// search reads it.
+    fn reach(&mut self) {
+        if self.body.is_some() {
+            let t = Instant::now();
+            moves_of_neighbours(
+                &self.move2,
+                &self.neighbours,
+                &mut self.motion_m,
+                self.settings.parallel,
+            );
+            self.times.predict += t.elapsed();
+        }
     }
 
     /// Stage 3, contacts: against the body (and its vertices), and of the cloth with itself.
