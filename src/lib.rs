@@ -30,6 +30,7 @@ pub mod preset;
 pub mod scene;
 pub mod sew;
 pub mod solver;
+pub mod train;
 
 /// The crate version, as written into stats reports and exported files.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

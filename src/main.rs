@@ -40,6 +40,8 @@ enum Command {
     Pattern(cli::pattern::PatternArgs),
     /// Place a pattern's panels around a body, sew them and write the sewn garment (.glb).
     Sew(cli::sew::SewArgs),
+    /// Train the hybrid solver's network on Drape's own converged bakes and write the model.
+    Train(cli::train::TrainArgs),
     /// Open a scene (or the built-in default scene) in the desktop app.
     Open {
         /// The scene file (.ron).
@@ -63,6 +65,7 @@ fn main() -> ExitCode {
         Some(Command::DrapeTest(args)) => cli::cusick::run(args),
         Some(Command::Pattern(args)) => cli::pattern::run(args),
         Some(Command::Sew(args)) => cli::sew::run(args),
+        Some(Command::Train(args)) => cli::train::run(args),
         Some(Command::Open { scene, pattern }) => open_app(scene, pattern),
         None => open_app(None, None),
     };

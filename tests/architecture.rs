@@ -25,6 +25,7 @@ const LAYERS: &[&str] = &[
     "preset",
     "scene",
     "bake",
+    "train",
     "sew",
     "cusick",
     "app",

@@ -31,6 +31,8 @@ use crate::garment::material::{
 use crate::garment::proxy::{build_proxy, ProxyQuality};
 use crate::io::gltf_import::{load_mesh_with_warnings, GltfImportError};
 use crate::math::{Real, Vec3};
+use crate::neural::{Gnn, ModelError, ModelFile};
+use crate::preset::Library;
 use crate::mesh::{weld, Mesh, MeshError, QualityReport, Severity, Topology, Welded};
 use crate::scene::{
     suggested_unit_scale, GarmentSpec, PinTarget, Pins, Scene, SceneError, AUTO_BIND_DISTANCE_M,
@@ -47,6 +49,9 @@ pub enum BakeError {
     /// A glTF file could not be read.
     #[error(transparent)]
     Import(#[from] GltfImportError),
+    /// The hybrid solver's model file cannot be used.
+    #[error(transparent)]
+    Model(#[from] ModelError),
     /// The body's rig or animation could not be read.
     #[error(transparent)]
     Body(#[from] BodyError),
@@ -449,6 +454,57 @@ pub struct LoadedScene {
     pub garments: Vec<LoadedGarment>,
     /// Mesh quality warnings, each naming the mesh.
     pub warnings: Vec<String>,
+    /// The hybrid solver's model, when the scene's solver turns it on
+    /// ([`SolverSettings::neural`](crate::solver::SolverSettings::neural)) and it can be used.
+    pub network: Option<LoadedNetwork>,
+}
+
+/// A model file read for a scene.
+#[derive(Clone, Debug)]
+pub struct LoadedNetwork {
+    /// The model file.
+    pub path: PathBuf,
+    /// Its network.
+    pub net: Arc<Gnn>,
+}
+
+/// Where a scene's `neural.model` points: a path (relative to the scene file) when it ends in
+/// `.ron` or holds a folder, else a model of that name in the preset library's `models/`.
+pub fn model_path(scene_path: &Path, model: &str) -> Result<PathBuf, BakeError> {
+    if model.ends_with(".ron") || model.contains('/') || model.contains('\\') {
+        return Ok(Scene::resolve(scene_path, Path::new(model)));
+    }
+    let library = Library::open_default().map_err(|e| BakeError::Model(ModelError::Io {
+        path: PathBuf::from(model),
+        source: std::io::Error::other(e.to_string()),
+    }))?;
+    Ok(library.model_path(model))
+}
+
+fn load_network(
+    scene: &Scene,
+    path: &Path,
+    warnings: &mut Vec<String>,
+) -> Result<Option<LoadedNetwork>, BakeError> {
+    let Some(settings) = &scene.solver.neural else {
+        return Ok(None);
+    };
+    let file = model_path(path, &settings.model)?;
+    let read = ModelFile::load(&file).and_then(|m| {
+        m.check_for(&file, scene.solver.substeps, scene.timeline.fps)?;
+        Ok(m)
+    });
+    match read {
+        Ok(m) => Ok(Some(LoadedNetwork {
+            path: file,
+            net: Arc::new(m.network),
+        })),
+        Err(e) if settings.classical_if_unusable => {
+            warnings.push(format!("{e}; baking with the classical solver"));
+            Ok(None)
+        }
+        Err(e) => Err(BakeError::Model(e)),
+    }
 }
 
 impl LoadedScene {
@@ -602,13 +658,22 @@ impl LoadedScene {
                 maps,
             });
         }
+        let network = load_network(&scene, path, &mut warnings)?;
         Ok(Self {
             path: path.to_path_buf(),
             scene,
             body,
             garments,
             warnings,
+            network,
         })
+    }
+
+    /// Reads the hybrid's model again, as the scene's solver settings now name it (after the
+    /// artist changed them); the warnings of a model that falls back go to `warnings`.
+    pub fn reload_network(&mut self) -> Result<(), BakeError> {
+        self.network = load_network(&self.scene, &self.path, &mut self.warnings)?;
+        Ok(())
     }
 
     /// Total simulated particles.
@@ -770,6 +835,12 @@ impl LoadedScene {
         let (model, offsets) = self.build_model_at(collider.as_ref(), origin_m);
         let mut solver = Solver::new(self.scene.solver.clone(), model, collider)
             .map_err(|e| self.sim_error(start_frame, e))?;
+        if let (Some(_), Some(n)) = (&self.scene.solver.neural, &self.network) {
+            let h = 1.0 / (self.scene.timeline.fps * self.scene.solver.substeps as Real);
+            solver
+                .set_network(Some(n.net.clone()), h)
+                .map_err(|e| self.sim_error(start_frame, e))?;
+        }
         if let Some(b) = &body {
             // A body that does not move is left static: posing it every substep would cost a
             // skinning and a refit for nothing.
@@ -1472,6 +1543,10 @@ pub fn bake_at(
             rollbacks: report.rollbacks,
             non_finite: render.iter().filter(|p| !p.is_finite()).count(),
             iterations: report.iterations,
+            neural_substeps: report.neural_substeps,
+            neural_rejected: report.neural_rejected,
+            neural_fallbacks: report.neural_fallbacks,
+            neural_max_correction_m: report.neural_max_correction_m,
         });
         if origin_m != Vec3::ZERO {
             for p in &mut render {
@@ -1509,6 +1584,7 @@ pub fn bake_at(
             project: ms(times.project),
             velocities: ms(times.velocities),
             check: ms(times.check),
+            neural: ms(times.neural),
             project_kinds: {
                 let k = &times.project_kinds;
                 ProjectMs {

@@ -60,6 +60,18 @@ pub struct FrameStats {
     /// `adaptive_iterations` chose; 0 for the first frame, which is not simulated).
     #[serde(default)]
     pub iterations: u32,
+    /// Substeps whose prediction the hybrid's network corrected (0 with the network off).
+    #[serde(default)]
+    pub neural_substeps: u32,
+    /// Network predictions not applied (not finite, or a spike).
+    #[serde(default)]
+    pub neural_rejected: u32,
+    /// Substeps that failed with the network's correction and ran again classically.
+    #[serde(default)]
+    pub neural_fallbacks: u32,
+    /// Largest move the network gave a particle in this frame (m).
+    #[serde(default)]
+    pub neural_max_correction_m: Real,
 }
 
 /// Worst values over the whole bake.
@@ -84,6 +96,15 @@ pub struct Summary {
     /// Mean of `iterations` over the simulated frames (those with `iterations > 0`).
     #[serde(default)]
     pub mean_iterations: f64,
+    /// Total `neural_substeps`.
+    #[serde(default)]
+    pub neural_substeps: u32,
+    /// Total `neural_rejected`.
+    #[serde(default)]
+    pub neural_rejected: u32,
+    /// Total `neural_fallbacks`.
+    #[serde(default)]
+    pub neural_fallbacks: u32,
 }
 
 /// Milliseconds spent in each solver stage over the whole bake.
@@ -101,6 +122,9 @@ pub struct StageMs {
     pub velocities: f64,
     /// Failure checks.
     pub check: f64,
+    /// The hybrid's network: its graph and inference.
+    #[serde(default)]
+    pub neural: f64,
     /// The constraint projection by kind (within `project`).
     #[serde(default)]
     pub project_kinds: ProjectMs,
@@ -186,6 +210,9 @@ impl Stats {
                 pinched_frames: s.pinched_frames + usize::from(f.pinched_vertices > 0),
                 rollbacks: s.rollbacks + f.rollbacks,
                 mean_iterations: 0.0,
+                neural_substeps: s.neural_substeps + f.neural_substeps,
+                neural_rejected: s.neural_rejected + f.neural_rejected,
+                neural_fallbacks: s.neural_fallbacks + f.neural_fallbacks,
             });
         let simulated: Vec<f64> = (self.per_frame.iter())
             .filter(|f| f.iterations > 0)

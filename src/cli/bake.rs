@@ -49,6 +49,16 @@ pub struct BakeArgs {
     /// them. An empty value (`--exclude-joints ""`) turns the scene's exclusions off.
     #[arg(long, value_delimiter = ',')]
     exclude_joints: Option<Vec<String>>,
+    /// Bake with the hybrid solver: this model (a name in the library's `models/`, as `drape
+    /// train` writes it, or a .ron path) corrects each substep's prediction before the XPBD
+    /// projection. `--neural off` turns the scene's network off.
+    #[arg(long)]
+    neural: Option<String>,
+    /// With the hybrid solver, apply the network's predictions unchecked and let a failed
+    /// substep go straight to the halved classical retries (the fallback layer off; for
+    /// ablations).
+    #[arg(long)]
+    no_neural_fallback: bool,
 }
 
 /// Runs `drape bake`.
@@ -62,6 +72,8 @@ pub fn run(args: BakeArgs) -> Result<(), String> {
             substeps: args.substeps,
             iterations: args.iterations,
             exclude_joints: args.exclude_joints,
+            neural: args.neural,
+            no_neural_fallback: args.no_neural_fallback,
         },
         args.stats.as_deref(),
         &Extras {
@@ -111,6 +123,10 @@ struct SolverOverrides {
     iterations: Option<u32>,
     /// Body joints left out of collision.
     exclude_joints: Option<Vec<String>>,
+    /// The hybrid's model, or "off".
+    neural: Option<String>,
+    /// The hybrid's fallback layer off.
+    no_neural_fallback: bool,
 }
 
 impl SolverOverrides {
@@ -149,7 +165,30 @@ impl SolverOverrides {
         if let Some(n) = self.iterations {
             settings.iterations = n;
         }
+        match self.neural.as_deref() {
+            Some("off") => settings.neural = None,
+            Some(model) => {
+                settings.neural = Some(drape::solver::neural::NeuralSettings {
+                    model: model.into(),
+                    ..settings.neural.clone().unwrap_or_default()
+                })
+            }
+            None => {}
+        }
+        if self.no_neural_fallback {
+            if let Some(n) = settings.neural.as_mut() {
+                n.fallback = false;
+            }
+        }
         settings.validate().map_err(|e| e.to_string())?;
+        if self.neural.is_some() || self.no_neural_fallback || self.preset.is_some() {
+            // The model the settings now name.
+            loaded.reload_network().map_err(|e| e.to_string())?;
+            if let Some(n) = &loaded.network {
+                eprintln!("hybrid solver: model {}", n.path.display());
+            }
+        }
+        let settings = &loaded.scene.solver;
         if self.preset.is_some() || self.substeps.is_some() || self.iterations.is_some() {
             eprintln!(
                 "solver: {}{} substeps × {} iterations per frame (the scene file is unchanged)",

@@ -11,3 +11,4 @@ pub mod maps;
 pub mod pattern;
 pub mod preset;
 pub mod sew;
+pub mod train;

@@ -187,6 +187,13 @@ pub struct Gnn {
     pub steps: Vec<Step>,
     /// Decoder to `Δx/ℓ` ([`OUTPUTS`] out).
     pub decoder: Mlp,
+    /// Each node feature is multiplied by its scale before the encoder (the inverse of its RMS
+    /// over the training data), so that every input is of order one.
+    pub node_scale: Vec<f32>,
+    /// The same for the mesh-edge features.
+    pub edge_scale: Vec<f32>,
+    /// The same for the body-edge features.
+    pub body_scale: Vec<f32>,
     /// Scale of the decoder's output: `Δx/ℓ = output_scale × decoder` (the targets are small
     /// next to an edge, so the decoder works at unit scale).
     pub output_scale: f32,
@@ -207,6 +214,9 @@ impl Gnn {
                 })
                 .collect(),
             decoder: Mlp::zeros(hidden, hidden, OUTPUTS),
+            node_scale: vec![1.0; NODE_FEATURES],
+            edge_scale: vec![1.0; EDGE_FEATURES],
+            body_scale: vec![1.0; BODY_FEATURES],
             output_scale: 1.0,
         }
     }
@@ -270,6 +280,15 @@ impl Gnn {
                 self.output_scale
             ));
         }
+        for (name, scale, len) in [
+            ("node_scale", &self.node_scale, NODE_FEATURES),
+            ("edge_scale", &self.edge_scale, EDGE_FEATURES),
+            ("body_scale", &self.body_scale, BODY_FEATURES),
+        ] {
+            if scale.len() != len || !scale.iter().all(|v| v.is_finite()) {
+                return Err(format!("{name}: needs {len} finite numbers"));
+            }
+        }
         self.node_encoder.check("node_encoder", NODE_FEATURES, h, h)?;
         self.edge_encoder.check("edge_encoder", EDGE_FEATURES, h, h)?;
         self.body_encoder.check("body_encoder", BODY_FEATURES, h, h)?;
@@ -292,19 +311,31 @@ impl Gnn {
         scratch.body.clear();
         scratch.body.resize(n * h, 0.0);
         scratch.sum.resize(n * h, 0.0);
+        let mut scaled = [0.0f32; NODE_FEATURES];
         for (i, f) in graph.node_features.chunks_exact(NODE_FEATURES).enumerate() {
-            self.node_encoder.apply(f, &mut scratch.node[i * h..(i + 1) * h]);
+            for ((s, v), k) in scaled.iter_mut().zip(f).zip(&self.node_scale) {
+                *s = v * k;
+            }
+            self.node_encoder.apply(&scaled, &mut scratch.node[i * h..(i + 1) * h]);
         }
+        let mut scaled = [0.0f32; EDGE_FEATURES];
         for (k, f) in graph.edge_features.chunks_exact(EDGE_FEATURES).enumerate() {
-            self.edge_encoder.apply(f, &mut scratch.edge[k * h..(k + 1) * h]);
+            for ((s, v), c) in scaled.iter_mut().zip(f).zip(&self.edge_scale) {
+                *s = v * c;
+            }
+            self.edge_encoder.apply(&scaled, &mut scratch.edge[k * h..(k + 1) * h]);
         }
+        let mut scaled = [0.0f32; BODY_FEATURES];
         for (&i, f) in graph
             .body_nodes
             .iter()
             .zip(graph.body_features.chunks_exact(BODY_FEATURES))
         {
             let i = i as usize;
-            self.body_encoder.apply(f, &mut scratch.body[i * h..(i + 1) * h]);
+            for ((s, v), c) in scaled.iter_mut().zip(f).zip(&self.body_scale) {
+                *s = v * c;
+            }
+            self.body_encoder.apply(&scaled, &mut scratch.body[i * h..(i + 1) * h]);
         }
         let mut input = [0.0f32; 3 * MAX_HIDDEN];
         let mut delta = [0.0f32; MAX_HIDDEN];

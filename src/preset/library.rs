@@ -55,6 +55,12 @@ impl Library {
             .join(format!("{name}.ron"))
     }
 
+    /// The file of the hybrid solver's model `name` (whether or not it exists): `models/NAME.ron`
+    /// in the user folder, beside the presets (`drape train` writes there).
+    pub fn model_path(&self, name: &str) -> PathBuf {
+        self.user_dir.join("models").join(format!("{name}.ron"))
+    }
+
     /// Every preset: built-ins first, then the user's, sorted (see [`Scan::entries`]). User
     /// files that cannot be listed are left out; [`Library::warnings`] or [`Library::scan`]
     /// say which and why.

@@ -92,6 +92,32 @@ pub fn sphere_drop_scene(n: u32) -> Scene {
     }
 }
 
+/// Writes the standard scene's kind of drop into `dir` (created): an `n × n`-vertex 1 m cloth
+/// at `height_m` over a sphere of `radius_m` at the origin; returns the scene path. The standard
+/// scene is `n` = 64, 0.3 m, 0.5 m; the hybrid's training bakes the others.
+pub fn write_sphere_drop(
+    dir: &Path,
+    n: u32,
+    radius_m: Real,
+    height_m: Real,
+) -> Result<PathBuf, DemoError> {
+    std::fs::create_dir_all(dir).map_err(|source| DemoError::Folder {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    if !GRID_RANGE.contains(&n) {
+        return Err(DemoError::Grid(n));
+    }
+    let mut sphere = uv_sphere(radius_m, 64, 32);
+    sphere.name = "sphere".into();
+    write_static_glb(&dir.join("sphere.glb"), &[&sphere])?;
+    let cloth = grid_cloth(1.0, n, height_m);
+    write_static_glb(&dir.join("cloth.glb"), &[&cloth])?;
+    let path = dir.join("scene.ron");
+    sphere_drop_scene(n).save(&path)?;
+    Ok(path)
+}
+
 /// Writes a built-in scene (scene.ron plus its glTF files) into `dir`; returns the scene path.
 ///
 /// `grid` is the cloth's vertices per side for [`DemoScene::SphereDrop`] (default 64).
@@ -103,16 +129,7 @@ pub fn write_demo(dir: &Path, which: DemoScene, grid: Option<u32>) -> Result<Pat
     let scene = match which {
         DemoScene::Walk => return write_walk(dir, &SkirtParams::default()),
         DemoScene::SphereDrop => {
-            let n = grid.unwrap_or(64);
-            if !GRID_RANGE.contains(&n) {
-                return Err(DemoError::Grid(n));
-            }
-            let mut sphere = uv_sphere(0.3, 64, 32);
-            sphere.name = "sphere".into();
-            write_static_glb(&dir.join("sphere.glb"), &[&sphere])?;
-            let cloth = grid_cloth(1.0, n, 0.5);
-            write_static_glb(&dir.join("cloth.glb"), &[&cloth])?;
-            sphere_drop_scene(n)
+            return write_sphere_drop(dir, grid.unwrap_or(64), 0.3, 0.5);
         }
         DemoScene::Default => {
             let body = mannequin();

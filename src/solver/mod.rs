@@ -2052,9 +2052,16 @@ impl Solver {
                 report.neural_substeps += 1;
                 report.neural_max_correction_m =
                     report.neural_max_correction_m.max(applied.max_correction_m);
+                // The contact search's reach follows the corrected move (a particle the
+                // network left alone keeps its own, bit for bit).
                 let p = &self.particles;
-                for ((m2, x), xp) in self.move2.iter_mut().zip(&p.x).zip(&p.x_prev) {
-                    *m2 = (*x - *xp).length_squared();
+                for (((m2, x), xp), moved) in (self.move2.iter_mut().zip(&p.x))
+                    .zip(&p.x_prev)
+                    .zip(run.corrected())
+                {
+                    if *moved {
+                        *m2 = (*x - *xp).length_squared();
+                    }
                 }
             }
             Err(_) => report.neural_rejected += 1,

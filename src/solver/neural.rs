@@ -156,6 +156,8 @@ pub(crate) struct NeuralRun {
     body_nodes: Vec<u32>,
     body_f: Vec<f32>,
     out: Vec<[f32; OUTPUTS]>,
+    /// Per particle, whether the last [`Self::apply`] moved it.
+    corrected: Vec<bool>,
     scratch: Scratch,
 }
 
@@ -198,6 +200,7 @@ impl NeuralRun {
             body_nodes: Vec::new(),
             body_f: Vec::new(),
             out: Vec::new(),
+            corrected: Vec::new(),
             scratch: Scratch::default(),
         })
     }
@@ -301,14 +304,22 @@ impl NeuralRun {
                 return Err(Rejected::Spike(max2.sqrt()));
             }
         }
+        self.corrected.clear();
         for ((x, o), &w) in p.x.iter_mut().zip(&self.out).zip(&p.inv_mass) {
-            if w > 0.0 {
+            let moved = w > 0.0 && *o != [0.0; OUTPUTS];
+            if moved {
                 *x += Vec3::from(*o) * self.ell;
             }
+            self.corrected.push(moved);
         }
         Ok(Applied {
             max_correction_m: max2.sqrt(),
         })
+    }
+
+    /// Per particle, whether the last [`Self::apply`] moved it.
+    pub fn corrected(&self) -> &[bool] {
+        &self.corrected
     }
 
     /// After a substep: the history is each particle's whole move from its prediction.

@@ -1,0 +1,723 @@
+//! Training the hybrid solver's network (issue 34, layer 1; docs/solver.md, "The hybrid
+//! solver"): Drape bakes its own scenes with a converged classical solver, records every
+//! substep's graph and what the converged projection did ([`crate::solver::neural::Sample`]),
+//! and fits the network of [`crate::neural`] to it with candle (tensors, autograd, AdamW; pure
+//! Rust). The result is a [`ModelFile`].
+//!
+//! # The losses
+//!
+//! All in units of the cloth's mean edge length `ℓ`, each a mean, weighted by
+//! [`TrainSettings::weights`]:
+//!
+//! - **supervised**: `|Δx − Δx*|²` over the free particles, `Δx*` the converged projection's
+//!   move;
+//! - **stretch**: the squared strain `(|x_j − x_i|/L − 1)²` of the stretch edges at
+//!   `x̃ + Δx`;
+//! - **bending**: `(|x_c − x_d| − D)²` over the hinges' wing tips, `D` its rest value (an
+//!   isometric stand-in for the dihedral angle: at fixed edge lengths the wing-tip distance
+//!   fixes the angle);
+//! - **collision**: `max(0, −(gap + Δx·n))²` over the body edges, the depth below the collision
+//!   thickness after the move;
+//! - **inertia**: `|Δx|²`, the departure from free flight.
+//!
+//! The physics terms are what a converged XPBD step minimises (an incremental potential); the
+//! supervised term ties the network to Drape's own converged solve, which is the reference.
+
+use std::path::{Path, PathBuf};
+
+use candle_core::{DType, Device, Tensor, Var, D};
+use candle_nn::{AdamW, Optimizer, ParamsAdamW};
+
+use crate::bake::{BakeError, LoadedScene};
+use crate::math::Real;
+use crate::neural::{
+    Gnn, Graph, Losses, Mlp, ModelFile, Scratch, TrainedFor, TrainingRecord, BODY_FEATURES,
+    EDGE_FEATURES, MODEL_FORMAT_VERSION, NODE_FEATURES, OUTPUTS,
+};
+use crate::scene::demo::{write_sphere_drop, DemoError};
+use crate::solver::neural::{Sample, Topology};
+use crate::solver::SimError;
+
+/// One training scene: a sphere drop (the standard scene's kind) of its own size.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct DropScene {
+    /// Vertices per side of the 1 m cloth.
+    pub grid: u32,
+    /// Sphere radius (m).
+    pub radius_m: Real,
+    /// The cloth's starting height (m).
+    pub height_m: Real,
+    /// Frames baked (the first is the rest pose).
+    pub frames: u32,
+}
+
+impl std::fmt::Display for DropScene {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "sphere drop: {0} × {0} cloth at {1} m over a {2} m sphere, {3} frames",
+            self.grid, self.height_m, self.radius_m, self.frames
+        )
+    }
+}
+
+/// What `drape train` does.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TrainSettings {
+    /// The scenes trained on.
+    pub scenes: Vec<DropScene>,
+    /// Scenes held out: baked for data, never trained on; their loss is reported.
+    pub held_out: Vec<DropScene>,
+    /// Substeps per frame of the model (and of the teacher bakes).
+    pub substeps: u32,
+    /// Frames per second.
+    pub fps: Real,
+    /// Iterations per substep of the converged teacher bakes.
+    pub teacher_iterations: u32,
+    /// Network width.
+    pub hidden: usize,
+    /// Message-passing steps.
+    pub steps: usize,
+    /// Optimiser steps.
+    pub epochs: usize,
+    /// Samples per optimiser step.
+    pub batch: usize,
+    /// AdamW's learning rate.
+    pub learning_rate: f64,
+    /// Loss weights `[supervised, stretch, bending, collision, inertia]`.
+    pub weights: [f32; 5],
+    /// Seed of the weights' initialisation and the batches' order.
+    pub seed: u64,
+}
+
+impl Default for TrainSettings {
+    /// The model the docs measure: sphere drops of 12–20 vertices per side at two heights and
+    /// radii, held out at 24.
+    fn default() -> Self {
+        let mut scenes = Vec::new();
+        for grid in [12, 16, 20] {
+            for (radius_m, height_m) in [(0.3, 0.5), (0.25, 0.4)] {
+                scenes.push(DropScene {
+                    grid,
+                    radius_m,
+                    height_m,
+                    frames: 36,
+                });
+            }
+        }
+        Self {
+            scenes,
+            held_out: vec![DropScene {
+                grid: 24,
+                radius_m: 0.35,
+                height_m: 0.6,
+                frames: 36,
+            }],
+            substeps: 10,
+            fps: 24.0,
+            teacher_iterations: 32,
+            hidden: 16,
+            steps: 2,
+            epochs: 1500,
+            batch: 4,
+            learning_rate: 2e-3,
+            weights: [1.0, 0.1, 1e-4, 1.0, 0.0],
+            seed: 1,
+        }
+    }
+}
+
+impl TrainSettings {
+    /// A tiny run for tests: two small drops, a narrow network, a few hundred steps (seconds).
+    pub fn quick() -> Self {
+        Self {
+            scenes: vec![
+                DropScene {
+                    grid: 8,
+                    radius_m: 0.3,
+                    height_m: 0.4,
+                    frames: 14,
+                },
+                DropScene {
+                    grid: 10,
+                    radius_m: 0.25,
+                    height_m: 0.35,
+                    frames: 14,
+                },
+            ],
+            held_out: vec![DropScene {
+                grid: 9,
+                radius_m: 0.28,
+                height_m: 0.38,
+                frames: 14,
+            }],
+            teacher_iterations: 16,
+            hidden: 8,
+            steps: 1,
+            epochs: 200,
+            batch: 2,
+            learning_rate: 3e-3,
+            ..Self::default()
+        }
+    }
+
+    fn check(&self) -> Result<(), TrainError> {
+        let bad = |what: String| Err(TrainError::Settings(what));
+        if self.scenes.is_empty() {
+            return bad("no training scenes".into());
+        }
+        if self.hidden == 0 || self.hidden > crate::neural::MAX_HIDDEN {
+            return bad(format!("hidden width {}: 1 to {}", self.hidden, crate::neural::MAX_HIDDEN));
+        }
+        if self.steps > crate::neural::MAX_STEPS {
+            return bad(format!("{} steps: at most {}", self.steps, crate::neural::MAX_STEPS));
+        }
+        if self.batch == 0 || self.epochs == 0 {
+            return bad("batch and epochs must be at least 1".into());
+        }
+        if !(self.learning_rate.is_finite() && self.learning_rate > 0.0) {
+            return bad(format!("learning rate {}", self.learning_rate));
+        }
+        if !self.weights.iter().all(|w| w.is_finite() && *w >= 0.0) || self.weights[0] + self.weights[1] <= 0.0 {
+            return bad("loss weights must be ≥ 0, with the supervised or stretch term on".into());
+        }
+        Ok(())
+    }
+}
+
+/// Why training failed.
+#[derive(Debug, thiserror::Error)]
+pub enum TrainError {
+    /// The settings cannot be trained with.
+    #[error("training settings: {0}")]
+    Settings(String),
+    /// A training scene cannot be written.
+    #[error(transparent)]
+    Demo(#[from] DemoError),
+    /// A training scene cannot be loaded or baked.
+    #[error(transparent)]
+    Bake(#[from] BakeError),
+    /// The teacher bake failed.
+    #[error("{scene}: the teacher bake failed: {source}")]
+    Sim {
+        /// The scene.
+        scene: String,
+        /// Why.
+        source: SimError,
+    },
+    /// The tensor library failed.
+    #[error("training: {0}")]
+    Tensor(#[from] candle_core::Error),
+    /// The model file cannot be written.
+    #[error(transparent)]
+    Model(#[from] crate::neural::ModelError),
+}
+
+/// The recorded samples of one scene and its graph.
+#[derive(Clone, Debug)]
+pub struct SceneData {
+    /// The scene, in words.
+    pub scene: String,
+    /// Its graph and rest shape.
+    pub topology: Topology,
+    /// One per substep.
+    pub samples: Vec<Sample>,
+}
+
+/// Bakes `scene` in `dir` with the converged teacher and records every substep.
+pub fn record(
+    scene: &DropScene,
+    settings: &TrainSettings,
+    dir: &Path,
+) -> Result<SceneData, TrainError> {
+    let path = write_sphere_drop(dir, scene.grid, scene.radius_m, scene.height_m)?;
+    let mut loaded = LoadedScene::load(&path)?;
+    loaded.scene.solver.substeps = settings.substeps;
+    loaded.scene.solver.iterations = settings.teacher_iterations;
+    loaded.scene.solver.neural = None;
+    loaded.scene.timeline.fps = settings.fps;
+    let mut s = loaded.build_solver()?;
+    let h = 1.0 / (settings.fps * settings.substeps as Real);
+    let sim = |source| TrainError::Sim {
+        scene: scene.to_string(),
+        source,
+    };
+    let topology = s.solver.record_samples(h).map_err(sim)?;
+    let mut samples = Vec::new();
+    for _ in 1..scene.frames {
+        s.solver.step_frame(1.0 / settings.fps).map_err(sim)?;
+        samples.extend(s.solver.take_samples());
+    }
+    Ok(SceneData {
+        scene: scene.to_string(),
+        topology,
+        samples,
+    })
+}
+
+/// FNV-1a over the samples' inputs and targets, as hex.
+pub fn data_hash(data: &[SceneData]) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut eat = |v: f32| {
+        for b in v.to_le_bytes() {
+            h ^= b as u64;
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    };
+    for d in data {
+        for s in &d.samples {
+            s.node_features.iter().for_each(|&v| eat(v));
+            s.edge_features.iter().for_each(|&v| eat(v));
+            s.body_features.iter().for_each(|&v| eat(v));
+            s.target.iter().flatten().for_each(|&v| eat(v));
+        }
+    }
+    format!("{h:016x}")
+}
+
+/// A small deterministic generator for the initial weights and the batches (xorshift64*).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    /// Uniform in `[-1, 1)`.
+    fn uniform(&mut self) -> f32 {
+        (self.next() >> 40) as f32 / (1u64 << 23) as f32 - 1.0
+    }
+}
+
+/// The network's weights as candle variables, in [`Gnn::mlps`] order: `[w1, b1, w2, b2]` each.
+struct Vars {
+    mlps: Vec<[Var; 4]>,
+}
+
+impl Vars {
+    fn new(net: &Gnn, dev: &Device) -> candle_core::Result<Self> {
+        let var = |v: &[f32], shape: &[usize]| Var::from_slice(v, shape, dev);
+        let mlps = net
+            .mlps()
+            .into_iter()
+            .map(|m| {
+                Ok([
+                    var(&m.first.weight, &[m.first.outputs, m.first.inputs])?,
+                    var(&m.first.bias, &[m.first.outputs])?,
+                    var(&m.second.weight, &[m.second.outputs, m.second.inputs])?,
+                    var(&m.second.bias, &[m.second.outputs])?,
+                ])
+            })
+            .collect::<candle_core::Result<Vec<_>>>()?;
+        Ok(Self { mlps })
+    }
+
+    fn all(&self) -> Vec<Var> {
+        self.mlps.iter().flatten().cloned().collect()
+    }
+
+    /// Copies the variables back into `net`.
+    fn store(&self, net: &mut Gnn) -> candle_core::Result<()> {
+        for (m, v) in net.mlps_mut().into_iter().zip(&self.mlps) {
+            m.first.weight = v[0].flatten_all()?.to_vec1()?;
+            m.first.bias = v[1].to_vec1()?;
+            m.second.weight = v[2].flatten_all()?.to_vec1()?;
+            m.second.bias = v[3].to_vec1()?;
+        }
+        Ok(())
+    }
+}
+
+fn mlp(x: &Tensor, v: &[Var; 4]) -> candle_core::Result<Tensor> {
+    x.matmul(&v[0].t()?)?
+        .broadcast_add(&v[1])?
+        .relu()?
+        .matmul(&v[2].t()?)?
+        .broadcast_add(&v[3])
+}
+
+/// A batch of samples as tensors (graphs concatenated, indices offset).
+struct Batch {
+    nodes: usize,
+    node_f: Tensor,
+    src: Tensor,
+    dst: Tensor,
+    edge_f: Tensor,
+    body_nodes: Tensor,
+    body_f: Tensor,
+    body_normal: Tensor,
+    body_gap: Tensor,
+    target: Tensor,
+    predicted: Tensor,
+    free: Tensor,
+    stretch_a: Tensor,
+    stretch_b: Tensor,
+    stretch_rest: Tensor,
+    wing_a: Tensor,
+    wing_b: Tensor,
+    wing_rest: Tensor,
+    has_body: bool,
+}
+
+fn batch(
+    items: &[(&SceneData, &Sample)],
+    net: &Gnn,
+    dev: &Device,
+) -> candle_core::Result<Batch> {
+    let (mut node_f, mut edge_f, mut body_f) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut src, mut dst, mut bn) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut target, mut predicted, mut free) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut sa, mut sb, mut sr) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut wa, mut wb, mut wr) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut normal, mut gap) = (Vec::new(), Vec::new());
+    let mut offset = 0u32;
+    for (d, s) in items {
+        let n = s.target.len() as u32;
+        for f in s.node_features.chunks_exact(NODE_FEATURES) {
+            node_f.extend(f.iter().zip(&net.node_scale).map(|(v, k)| v * k));
+        }
+        for f in s.edge_features.chunks_exact(EDGE_FEATURES) {
+            edge_f.extend(f.iter().zip(&net.edge_scale).map(|(v, k)| v * k));
+        }
+        for (&i, f) in s.body_nodes.iter().zip(s.body_features.chunks_exact(BODY_FEATURES)) {
+            body_f.extend(f.iter().zip(&net.body_scale).map(|(v, k)| v * k));
+            bn.push(i + offset);
+            gap.push(f[0]);
+            normal.extend_from_slice(&f[1..4]);
+        }
+        for &[i, j] in &d.topology.edges {
+            src.push(i + offset);
+            dst.push(j + offset);
+        }
+        for &([a, b], r) in &d.topology.stretch {
+            sa.push(a + offset);
+            sb.push(b + offset);
+            sr.push(r);
+        }
+        for &([a, b], r) in &d.topology.wings {
+            wa.push(a + offset);
+            wb.push(b + offset);
+            wr.push(r);
+        }
+        target.extend(s.target.iter().flatten());
+        predicted.extend(s.predicted.iter().flatten());
+        free.extend(s.free.iter().map(|&f| if f { 1.0f32 } else { 0.0 }));
+        offset += n;
+    }
+    let n = offset as usize;
+    let mat = |v: Vec<f32>, w: usize| {
+        let rows = v.len() / w;
+        Tensor::from_vec(v, (rows, w), dev)
+    };
+    let idx = |v: Vec<u32>| {
+        let len = v.len();
+        Tensor::from_vec(v, len, dev)
+    };
+    let vec1 = |v: Vec<f32>| {
+        let len = v.len();
+        Tensor::from_vec(v, len, dev)
+    };
+    let has_body = !bn.is_empty();
+    Ok(Batch {
+        nodes: n,
+        node_f: mat(node_f, NODE_FEATURES)?,
+        src: idx(src)?,
+        dst: idx(dst)?,
+        edge_f: mat(edge_f, EDGE_FEATURES)?,
+        body_nodes: idx(bn)?,
+        body_f: mat(body_f, BODY_FEATURES)?,
+        body_normal: mat(normal, 3)?,
+        body_gap: vec1(gap)?,
+        target: mat(target, OUTPUTS)?,
+        predicted: mat(predicted, 3)?,
+        free: mat(free, 1)?,
+        stretch_a: idx(sa)?,
+        stretch_b: idx(sb)?,
+        stretch_rest: vec1(sr)?,
+        wing_a: idx(wa)?,
+        wing_b: idx(wb)?,
+        wing_rest: vec1(wr)?,
+        has_body,
+    })
+}
+
+/// The candle forward pass: the same network as [`Gnn::forward`] (features already scaled).
+fn forward(b: &Batch, v: &Vars, net: &Gnn, dev: &Device) -> candle_core::Result<Tensor> {
+    let h = net.hidden;
+    let mut node = mlp(&b.node_f, &v.mlps[0])?;
+    let mut edge = mlp(&b.edge_f, &v.mlps[1])?;
+    let zeros = Tensor::zeros((b.nodes, h), DType::F32, dev)?;
+    let body = if b.has_body {
+        zeros.index_add(&b.body_nodes, &mlp(&b.body_f, &v.mlps[2])?, 0)?
+    } else {
+        zeros.clone()
+    };
+    for k in 0..net.steps.len() {
+        let (ev, nv) = (&v.mlps[3 + 2 * k], &v.mlps[4 + 2 * k]);
+        let input = Tensor::cat(
+            &[&edge, &node.index_select(&b.src, 0)?, &node.index_select(&b.dst, 0)?],
+            1,
+        )?;
+        edge = (&edge + mlp(&input, ev)?)?;
+        let sum = zeros.index_add(&b.dst, &edge, 0)?;
+        let input = Tensor::cat(&[&node, &sum, &body], 1)?;
+        node = (&node + mlp(&input, nv)?)?;
+    }
+    mlp(&node, &v.mlps[3 + 2 * net.steps.len()])? * net.output_scale as f64
+}
+
+/// The five loss terms and their weighted sum, as tensors.
+fn losses(b: &Batch, out: &Tensor, w: &[f32; 5]) -> candle_core::Result<[Tensor; 6]> {
+    let out = out.broadcast_mul(&b.free)?;
+    let free_count = (b.free.sum_all()?.to_scalar::<f32>()?).max(1.0) as f64;
+    let supervised = ((&out - &b.target)?.sqr()?.sum_all()? / free_count)?;
+    let inertia = (out.sqr()?.sum_all()? / free_count)?;
+    let x = (&b.predicted + &out)?;
+    let dist = |a: &Tensor, bb: &Tensor| -> candle_core::Result<Tensor> {
+        (x.index_select(bb, 0)? - x.index_select(a, 0)?)?
+            .sqr()?
+            .sum(D::Minus1)?
+            .affine(1.0, 1e-12)?
+            .sqrt()
+    };
+    let stretch = (dist(&b.stretch_a, &b.stretch_b)? / &b.stretch_rest)?
+        .affine(1.0, -1.0)?
+        .sqr()?
+        .mean_all()?;
+    let bending = if b.wing_rest.dims1()? > 0 {
+        (dist(&b.wing_a, &b.wing_b)? - &b.wing_rest)?.sqr()?.mean_all()?
+    } else {
+        Tensor::new(0.0f32, x.device())?
+    };
+    let collision = if b.has_body {
+        let moved = (out.index_select(&b.body_nodes, 0)? * &b.body_normal)?.sum(D::Minus1)?;
+        (&b.body_gap + moved)?.neg()?.relu()?.sqr()?.mean_all()?
+    } else {
+        Tensor::new(0.0f32, x.device())?
+    };
+    let total = ((((&supervised * w[0] as f64)? + (&stretch * w[1] as f64)?)?
+        + (&bending * w[2] as f64)?)?
+        + ((&collision * w[3] as f64)? + (&inertia * w[4] as f64)?)?)?;
+    Ok([supervised, stretch, bending, collision, inertia, total])
+}
+
+fn to_losses(t: &[Tensor; 6]) -> candle_core::Result<Losses> {
+    let f = |k: usize| t[k].to_scalar::<f32>();
+    Ok(Losses {
+        supervised: f(0)?,
+        stretch: f(1)?,
+        bending: f(2)?,
+        collision: f(3)?,
+        inertia: f(4)?,
+        total: f(5)?,
+    })
+}
+
+/// The mean losses over `items`, in batches of `size`.
+fn evaluate(
+    items: &[(&SceneData, &Sample)],
+    size: usize,
+    v: &Vars,
+    net: &Gnn,
+    w: &[f32; 5],
+    dev: &Device,
+) -> candle_core::Result<Losses> {
+    let mut sum = Losses::default();
+    let mut count = 0.0f32;
+    for chunk in items.chunks(size.max(1)) {
+        let b = batch(chunk, net, dev)?;
+        let l = to_losses(&losses(&b, &forward(&b, v, net, dev)?, w)?)?;
+        sum.supervised += l.supervised;
+        sum.stretch += l.stretch;
+        sum.bending += l.bending;
+        sum.collision += l.collision;
+        sum.inertia += l.inertia;
+        sum.total += l.total;
+        count += 1.0;
+    }
+    let c = count.max(1.0);
+    Ok(Losses {
+        supervised: sum.supervised / c,
+        stretch: sum.stretch / c,
+        bending: sum.bending / c,
+        collision: sum.collision / c,
+        inertia: sum.inertia / c,
+        total: sum.total / c,
+    })
+}
+
+/// Each feature's inverse RMS over the samples (1 where a feature is always 0).
+fn inverse_rms(rows: impl Iterator<Item = f32>, width: usize) -> Vec<f32> {
+    let mut sum = vec![0.0f64; width];
+    let mut count = 0usize;
+    for (k, v) in rows.enumerate() {
+        sum[k % width] += (v as f64) * (v as f64);
+        if k % width == 0 {
+            count += 1;
+        }
+    }
+    sum.iter()
+        .map(|&s| {
+            let rms = (s / count.max(1) as f64).sqrt();
+            if rms > 1e-9 {
+                (1.0 / rms) as f32
+            } else {
+                1.0
+            }
+        })
+        .collect()
+}
+
+/// Initial weights: uniform in `±√(6/(in + out))` (Glorot), biases 0, the decoder's last layer
+/// a tenth of that (the prediction starts small); feature scales from the data.
+fn initial_network(settings: &TrainSettings, data: &[SceneData]) -> Gnn {
+    let mut net = Gnn::zeros(settings.hidden, settings.steps);
+    let mut rng = Rng(settings.seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+    let count = net.mlps().len();
+    for (k, m) in net.mlps_mut().into_iter().enumerate() {
+        let Mlp { first, second } = m;
+        for (l, last) in [(first, false), (second, k + 1 == count)] {
+            let a = (6.0 / (l.inputs + l.outputs) as f32).sqrt() * if last { 0.1 } else { 1.0 };
+            l.weight.iter_mut().for_each(|w| *w = a * rng.uniform());
+        }
+    }
+    let samples = || data.iter().flat_map(|d| &d.samples);
+    net.node_scale = inverse_rms(samples().flat_map(|s| s.node_features.iter().copied()), NODE_FEATURES);
+    net.edge_scale = inverse_rms(samples().flat_map(|s| s.edge_features.iter().copied()), EDGE_FEATURES);
+    net.body_scale = inverse_rms(samples().flat_map(|s| s.body_features.iter().copied()), BODY_FEATURES);
+    let target = inverse_rms(samples().flat_map(|s| s.target.iter().flatten().copied()), 1)[0];
+    net.output_scale = 1.0 / target;
+    net
+}
+
+/// Trains on recorded data: `progress(step, total, loss)` after each optimiser step.
+pub fn fit(
+    settings: &TrainSettings,
+    train: &[SceneData],
+    held_out: &[SceneData],
+    progress: &dyn Fn(usize, usize, f32),
+) -> Result<ModelFile, TrainError> {
+    settings.check()?;
+    let dev = Device::Cpu;
+    let mut net = initial_network(settings, train);
+    let items: Vec<(&SceneData, &Sample)> = train
+        .iter()
+        .flat_map(|d| d.samples.iter().map(move |s| (d, s)))
+        .collect();
+    if items.is_empty() {
+        return Err(TrainError::Settings("the teacher bakes recorded no samples".into()));
+    }
+    let held: Vec<(&SceneData, &Sample)> = held_out
+        .iter()
+        .flat_map(|d| d.samples.iter().map(move |s| (d, s)))
+        .collect();
+    let vars = Vars::new(&net, &dev)?;
+    let w = settings.weights;
+    let initial = evaluate(&items, 16, &vars, &net, &w, &dev)?;
+    let mut opt = AdamW::new(
+        vars.all(),
+        ParamsAdamW {
+            lr: settings.learning_rate,
+            weight_decay: 0.0,
+            ..Default::default()
+        },
+    )?;
+    let mut rng = Rng(settings.seed.wrapping_add(0x5851_f42d_4c95_7f2d) | 1);
+    for step in 0..settings.epochs {
+        let chosen: Vec<(&SceneData, &Sample)> = (0..settings.batch)
+            .map(|_| items[(rng.next() % items.len() as u64) as usize])
+            .collect();
+        let b = batch(&chosen, &net, &dev)?;
+        let l = losses(&b, &forward(&b, &vars, &net, &dev)?, &w)?;
+        opt.backward_step(&l[5])?;
+        progress(step + 1, settings.epochs, l[5].to_scalar::<f32>()?);
+    }
+    let final_losses = evaluate(&items, 16, &vars, &net, &w, &dev)?;
+    let held_losses = evaluate(&held, 16, &vars, &net, &w, &dev)?;
+    vars.store(&mut net)?;
+    let mut all = train.to_vec();
+    all.extend_from_slice(held_out);
+    Ok(ModelFile {
+        format_version: MODEL_FORMAT_VERSION,
+        drape_version: crate::VERSION.into(),
+        trained_for: TrainedFor {
+            substeps: settings.substeps,
+            fps: settings.fps,
+        },
+        data_hash: data_hash(&all),
+        training: TrainingRecord {
+            scenes: train.iter().map(|d| d.scene.clone()).collect(),
+            samples: items.len(),
+            epochs: settings.epochs,
+            learning_rate: settings.learning_rate,
+            weights: w,
+            teacher_iterations: settings.teacher_iterations,
+            initial,
+            final_losses,
+            held_out: held_losses,
+        },
+        network: net,
+    })
+}
+
+/// Bakes the training data in `work_dir` (one folder per scene), trains, and writes the model
+/// to `out` (atomically). `progress` gets a line per stage and the optimiser's steps.
+pub fn train(
+    settings: &TrainSettings,
+    work_dir: &Path,
+    out: &Path,
+    say: &dyn Fn(&str),
+    progress: &dyn Fn(usize, usize, f32),
+) -> Result<ModelFile, TrainError> {
+    settings.check()?;
+    let bake = |scenes: &[DropScene], tag: &str| -> Result<Vec<SceneData>, TrainError> {
+        scenes
+            .iter()
+            .enumerate()
+            .map(|(k, s)| {
+                say(&format!("teacher bake ({tag} {}/{}): {s}", k + 1, scenes.len()));
+                record(s, settings, &work_dir.join(format!("{tag}-{k}")))
+            })
+            .collect()
+    };
+    let train_data = bake(&settings.scenes, "train")?;
+    let held = bake(&settings.held_out, "held-out")?;
+    let model = fit(settings, &train_data, &held, progress)?;
+    model.save(out)?;
+    Ok(model)
+}
+
+/// The candle forward of `net` on one sample, for the check that it matches the inference.
+pub fn candle_forward(net: &Gnn, data: &SceneData, sample: &Sample) -> Result<Vec<[f32; 3]>, TrainError> {
+    let dev = Device::Cpu;
+    let vars = Vars::new(net, &dev)?;
+    let b = batch(&[(data, sample)], net, &dev)?;
+    let out = forward(&b, &vars, net, &dev)?;
+    Ok(out
+        .to_vec2::<f32>()?
+        .into_iter()
+        .map(|r| [r[0], r[1], r[2]])
+        .collect())
+}
+
+/// The inference forward of `net` on one sample ([`Gnn::forward`]).
+pub fn inference_forward(net: &Gnn, data: &SceneData, sample: &Sample) -> Vec<[f32; 3]> {
+    let graph = Graph {
+        node_features: &sample.node_features,
+        edges: &data.topology.edges,
+        edge_features: &sample.edge_features,
+        body_nodes: &sample.body_nodes,
+        body_features: &sample.body_features,
+    };
+    let mut out = vec![[0.0; 3]; sample.target.len()];
+    net.forward(&graph, &mut Scratch::default(), &mut out);
+    out
+}
+
+/// A model in the library by name, or a path (see [`crate::bake::model_path`]).
+pub fn model_out_path(name_or_path: &str) -> Result<PathBuf, BakeError> {
+    crate::bake::model_path(Path::new("."), name_or_path)
+}
