@@ -36,10 +36,39 @@ pub struct DemoArgs {
     /// Vertices around each ring of the skirt (walk only; default 64).
     #[arg(long, value_parser = clap::value_parser!(u32).range(3..=1024))]
     segments: Option<u32>,
+    /// Sphere radius in m (sphere-drop only; default 0.3), for scenes other than the standard
+    /// one (the hybrid solver's unseen scenes).
+    #[arg(long)]
+    sphere_radius: Option<f32>,
+    /// The cloth's starting height in m (sphere-drop only; default 0.5).
+    #[arg(long)]
+    drop_height: Option<f32>,
 }
 
 /// Runs `drape demo`.
 pub fn run(args: DemoArgs) -> Result<(), String> {
+    if args.sphere_radius.is_some() || args.drop_height.is_some() {
+        if !matches!(args.scene, DemoKind::SphereDrop) {
+            return Err("--sphere-radius and --drop-height are for --scene sphere-drop".into());
+        }
+        let radius = args.sphere_radius.unwrap_or(0.3);
+        let height = args.drop_height.unwrap_or(0.5);
+        if !(radius.is_finite() && radius > 0.0 && height.is_finite() && height > radius) {
+            return Err(format!(
+                "--sphere-radius {radius} m and --drop-height {height} m: the radius must be \
+                 positive and the cloth start above the sphere"
+            ));
+        }
+        let path = drape::scene::demo::write_sphere_drop(
+            &args.dir,
+            args.grid.unwrap_or(64),
+            radius,
+            height,
+        )
+        .map_err(|e| e.to_string())?;
+        println!("wrote {}", path.display());
+        return Ok(());
+    }
     run_demo(
         &args.dir,
         args.scene,

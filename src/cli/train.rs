@@ -29,6 +29,10 @@ pub struct TrainArgs {
     /// Iterations per substep of the converged teacher bakes (default 32, quick: 16).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=100))]
     teacher_iterations: Option<u32>,
+    /// Let the network read the history input (the previous substep's whole move); off by
+    /// default (measured worse).
+    #[arg(long)]
+    history: bool,
     /// Where the teacher bakes' scenes are written (default: a folder beside the model).
     #[arg(long)]
     work_dir: Option<PathBuf>,
@@ -50,6 +54,7 @@ pub fn run(args: TrainArgs) -> Result<(), String> {
     if let Some(s) = args.steps {
         settings.steps = s as usize;
     }
+    settings.history = args.history;
     if let Some(t) = args.teacher_iterations {
         settings.teacher_iterations = t;
     }

@@ -91,21 +91,6 @@ impl Linear {
         }
     }
 
-    /// `out = W·x + b` (`x.len() == inputs`, `out.len() == outputs`).
-    #[inline]
-    fn apply(&self, x: &[f32], out: &mut [f32]) {
-        for (o, (row, b)) in out
-            .iter_mut()
-            .zip(self.weight.chunks_exact(self.inputs).zip(&self.bias))
-        {
-            let mut s = *b;
-            for (w, v) in row.iter().zip(x) {
-                s += w * v;
-            }
-            *o = s;
-        }
-    }
-
     fn check(&self, name: &str, inputs: usize, outputs: usize) -> Result<(), String> {
         if self.inputs != inputs || self.outputs != outputs {
             return Err(format!(
@@ -143,18 +128,6 @@ impl Mlp {
             first: Linear::zeros(inputs, hidden),
             second: Linear::zeros(hidden, outputs),
         }
-    }
-
-    /// `out = second(relu(first(x)))`; `out.len() == second.outputs`.
-    #[inline]
-    fn apply(&self, x: &[f32], out: &mut [f32]) {
-        let mut h = [0.0f32; MAX_HIDDEN];
-        let h = &mut h[..self.first.outputs];
-        self.first.apply(x, h);
-        for v in h.iter_mut() {
-            *v = v.max(0.0);
-        }
-        self.second.apply(h, out);
     }
 
     fn check(&self, name: &str, inputs: usize, hidden: usize, outputs: usize) -> Result<(), String> {
@@ -299,10 +272,136 @@ impl Gnn {
         self.decoder.check("decoder", h, h, OUTPUTS)
     }
 
-    /// The forward pass: `out[i] = Δx_i/ℓ` for every node of `graph`. Allocation-free once
-    /// `scratch` has held a graph this size. `graph` must be consistent (as
-    /// [`Graph::check`] says); the solver builds it so.
+    /// The forward pass: `out[i] = Δx_i/ℓ` for every node of `graph` (`graph` consistent, as
+    /// [`Graph::check`] says). Compiles the network each call; the solver keeps a
+    /// [`Compiled`] instead.
     pub fn forward(&self, graph: &Graph<'_>, scratch: &mut Scratch, out: &mut [[f32; OUTPUTS]]) {
+        self.compile().forward(graph, scratch, out, false);
+    }
+
+    /// The network laid out for the forward pass.
+    pub fn compile(&self) -> Compiled {
+        let m = |m: &Mlp| CompiledMlp {
+            first: CompiledLinear::of(&m.first),
+            second: CompiledLinear::of(&m.second),
+        };
+        Compiled {
+            hidden: self.hidden,
+            node_encoder: m(&self.node_encoder),
+            edge_encoder: m(&self.edge_encoder),
+            body_encoder: m(&self.body_encoder),
+            steps: self.steps.iter().map(|s| (m(&s.edge), m(&s.node))).collect(),
+            decoder: m(&self.decoder),
+            node_scale: self.node_scale.clone(),
+            edge_scale: self.edge_scale.clone(),
+            body_scale: self.body_scale.clone(),
+            output_scale: self.output_scale,
+        }
+    }
+}
+
+/// A dense layer with its weights column by column (`inputs` rows of `outputs`), so that
+/// `y = b + Σ_k W[:, k]·x_k` runs as vector adds over the outputs. The sum runs over `k` in
+/// order for every output, as [`Linear`]'s definition does.
+#[derive(Clone, Debug)]
+struct CompiledLinear {
+    outputs: usize,
+    columns: Vec<f32>,
+    bias: Vec<f32>,
+}
+
+impl CompiledLinear {
+    fn of(l: &Linear) -> Self {
+        let mut columns = vec![0.0; l.inputs * l.outputs];
+        for o in 0..l.outputs {
+            for k in 0..l.inputs {
+                columns[k * l.outputs + o] = l.weight[o * l.inputs + k];
+            }
+        }
+        Self {
+            outputs: l.outputs,
+            columns,
+            bias: l.bias.clone(),
+        }
+    }
+
+    #[inline]
+    fn apply(&self, x: &[f32], out: &mut [f32]) {
+        out.copy_from_slice(&self.bias);
+        for (column, &v) in self.columns.chunks_exact(self.outputs).zip(x) {
+            for (o, w) in out.iter_mut().zip(column) {
+                *o += w * v;
+            }
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+struct CompiledMlp {
+    first: CompiledLinear,
+    second: CompiledLinear,
+}
+
+impl CompiledMlp {
+    #[inline]
+    fn apply(&self, x: &[f32], out: &mut [f32]) {
+        let mut h = [0.0f32; MAX_HIDDEN];
+        let h = &mut h[..self.first.outputs];
+        self.first.apply(x, h);
+        for v in h.iter_mut() {
+            *v = v.max(0.0);
+        }
+        self.second.apply(h, out);
+    }
+}
+
+/// A [`Gnn`] laid out for its forward pass ([`Gnn::compile`]).
+#[derive(Clone, Debug)]
+pub struct Compiled {
+    hidden: usize,
+    node_encoder: CompiledMlp,
+    edge_encoder: CompiledMlp,
+    body_encoder: CompiledMlp,
+    steps: Vec<(CompiledMlp, CompiledMlp)>,
+    decoder: CompiledMlp,
+    node_scale: Vec<f32>,
+    edge_scale: Vec<f32>,
+    body_scale: Vec<f32>,
+    output_scale: f32,
+}
+
+/// Rows per parallel task of the forward pass.
+const ROWS_PER_TASK: usize = 512;
+
+/// Runs `f(row, out_row)` over the rows of `out` (`width` wide), on rayon's threads when
+/// `parallel`. Each row's numbers do not depend on the thread.
+fn rows(out: &mut [f32], width: usize, parallel: bool, f: impl Fn(usize, &mut [f32]) + Sync) {
+    use rayon::prelude::*;
+    if parallel {
+        out.par_chunks_mut(width * ROWS_PER_TASK)
+            .enumerate()
+            .for_each(|(t, chunk)| {
+                for (r, row) in chunk.chunks_exact_mut(width).enumerate() {
+                    f(t * ROWS_PER_TASK + r, row);
+                }
+            });
+    } else {
+        for (r, row) in out.chunks_exact_mut(width).enumerate() {
+            f(r, row);
+        }
+    }
+}
+
+impl Compiled {
+    /// The forward pass ([`Gnn::forward`]); allocation-free once `scratch` has held a graph
+    /// this size. `parallel` splits the rows among rayon's threads, with the same numbers.
+    pub fn forward(
+        &self,
+        graph: &Graph<'_>,
+        scratch: &mut Scratch,
+        out: &mut [[f32; OUTPUTS]],
+        parallel: bool,
+    ) {
         let h = self.hidden;
         let n = graph.nodes();
         let e = graph.edges.len();
@@ -311,47 +410,48 @@ impl Gnn {
         scratch.body.clear();
         scratch.body.resize(n * h, 0.0);
         scratch.sum.resize(n * h, 0.0);
-        let mut scaled = [0.0f32; NODE_FEATURES];
-        for (i, f) in graph.node_features.chunks_exact(NODE_FEATURES).enumerate() {
-            for ((s, v), k) in scaled.iter_mut().zip(f).zip(&self.node_scale) {
-                *s = v * k;
-            }
-            self.node_encoder.apply(&scaled, &mut scratch.node[i * h..(i + 1) * h]);
-        }
-        let mut scaled = [0.0f32; EDGE_FEATURES];
-        for (k, f) in graph.edge_features.chunks_exact(EDGE_FEATURES).enumerate() {
-            for ((s, v), c) in scaled.iter_mut().zip(f).zip(&self.edge_scale) {
+        let scaled = |f: &[f32], k: &[f32], buf: &mut [f32]| {
+            for ((s, v), c) in buf.iter_mut().zip(f).zip(k) {
                 *s = v * c;
             }
-            self.edge_encoder.apply(&scaled, &mut scratch.edge[k * h..(k + 1) * h]);
-        }
-        let mut scaled = [0.0f32; BODY_FEATURES];
+        };
+        rows(&mut scratch.node, h, parallel, |i, row| {
+            let mut buf = [0.0f32; NODE_FEATURES];
+            let f = &graph.node_features[i * NODE_FEATURES..(i + 1) * NODE_FEATURES];
+            scaled(f, &self.node_scale, &mut buf);
+            self.node_encoder.apply(&buf, row);
+        });
+        rows(&mut scratch.edge, h, parallel, |k, row| {
+            let mut buf = [0.0f32; EDGE_FEATURES];
+            let f = &graph.edge_features[k * EDGE_FEATURES..(k + 1) * EDGE_FEATURES];
+            scaled(f, &self.edge_scale, &mut buf);
+            self.edge_encoder.apply(&buf, row);
+        });
         for (&i, f) in graph
             .body_nodes
             .iter()
             .zip(graph.body_features.chunks_exact(BODY_FEATURES))
         {
             let i = i as usize;
-            for ((s, v), c) in scaled.iter_mut().zip(f).zip(&self.body_scale) {
-                *s = v * c;
-            }
-            self.body_encoder.apply(&scaled, &mut scratch.body[i * h..(i + 1) * h]);
+            let mut buf = [0.0f32; BODY_FEATURES];
+            scaled(f, &self.body_scale, &mut buf);
+            self.body_encoder.apply(&buf, &mut scratch.body[i * h..(i + 1) * h]);
         }
-        let mut input = [0.0f32; 3 * MAX_HIDDEN];
-        let mut delta = [0.0f32; MAX_HIDDEN];
-        let input = &mut input[..3 * h];
-        let delta = &mut delta[..h];
-        for step in &self.steps {
-            for (k, &[i, j]) in graph.edges.iter().enumerate() {
+        for (edge_mlp, node_mlp) in &self.steps {
+            let node = &scratch.node;
+            rows(&mut scratch.edge, h, parallel, |k, row| {
+                let [i, j] = graph.edges[k];
                 let (i, j) = (i as usize, j as usize);
-                input[..h].copy_from_slice(&scratch.edge[k * h..(k + 1) * h]);
-                input[h..2 * h].copy_from_slice(&scratch.node[i * h..(i + 1) * h]);
-                input[2 * h..].copy_from_slice(&scratch.node[j * h..(j + 1) * h]);
-                step.edge.apply(input, delta);
-                for (l, d) in scratch.edge[k * h..(k + 1) * h].iter_mut().zip(&*delta) {
+                let mut input = [0.0f32; 3 * MAX_HIDDEN];
+                let mut delta = [0.0f32; MAX_HIDDEN];
+                input[..h].copy_from_slice(row);
+                input[h..2 * h].copy_from_slice(&node[i * h..(i + 1) * h]);
+                input[2 * h..3 * h].copy_from_slice(&node[j * h..(j + 1) * h]);
+                edge_mlp.apply(&input[..3 * h], &mut delta[..h]);
+                for (l, d) in row.iter_mut().zip(&delta[..h]) {
                     *l += d;
                 }
-            }
+            });
             scratch.sum.iter_mut().for_each(|v| *v = 0.0);
             for (k, &[_, j]) in graph.edges.iter().enumerate() {
                 let j = j as usize;
@@ -362,15 +462,18 @@ impl Gnn {
                     *s += l;
                 }
             }
-            for i in 0..n {
-                input[..h].copy_from_slice(&scratch.node[i * h..(i + 1) * h]);
-                input[h..2 * h].copy_from_slice(&scratch.sum[i * h..(i + 1) * h]);
-                input[2 * h..].copy_from_slice(&scratch.body[i * h..(i + 1) * h]);
-                step.node.apply(input, delta);
-                for (l, d) in scratch.node[i * h..(i + 1) * h].iter_mut().zip(&*delta) {
+            let (sum, body) = (&scratch.sum, &scratch.body);
+            rows(&mut scratch.node, h, parallel, |i, row| {
+                let mut input = [0.0f32; 3 * MAX_HIDDEN];
+                let mut delta = [0.0f32; MAX_HIDDEN];
+                input[..h].copy_from_slice(row);
+                input[h..2 * h].copy_from_slice(&sum[i * h..(i + 1) * h]);
+                input[2 * h..3 * h].copy_from_slice(&body[i * h..(i + 1) * h]);
+                node_mlp.apply(&input[..3 * h], &mut delta[..h]);
+                for (l, d) in row.iter_mut().zip(&delta[..h]) {
                     *l += d;
                 }
-            }
+            });
         }
         for (i, o) in out.iter_mut().enumerate().take(n) {
             self.decoder.apply(&scratch.node[i * h..(i + 1) * h], o);

@@ -2046,7 +2046,12 @@ impl Solver {
             self.times.neural += t.elapsed();
             return;
         };
-        match run.apply(&mut self.particles, settings.fallback, settings.max_correction) {
+        match run.apply(
+            &mut self.particles,
+            settings.fallback,
+            settings.max_correction,
+            self.settings.parallel,
+        ) {
             Ok(applied) => {
                 self.neural_applied = true;
                 report.neural_substeps += 1;

@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 use crate::collide::Contact;
 use crate::math::{Real, Vec3};
 use crate::neural::{
-    Gnn, Graph, Scratch, BODY_FEATURES, EDGE_FEATURES, NODE_FEATURES, OUTPUTS,
+    Compiled, Gnn, Graph, Scratch, BODY_FEATURES, EDGE_FEATURES, NODE_FEATURES, OUTPUTS,
 };
 
 use super::{ClothModel, Particles, SimError};
@@ -102,6 +102,9 @@ pub struct Sample {
     pub predicted: Vec<[f32; 3]>,
     /// Per node, whether it is free (not pinned).
     pub free: Vec<bool>,
+    /// Per node, its mass over the free particles' mean mass (0 for pinned nodes), the weights
+    /// of the momentum the correction must not change.
+    pub mass: Vec<f32>,
 }
 
 /// The cloth's graph and its rest shape, shared by every sample of one bake (lengths in `ℓ`).
@@ -115,6 +118,47 @@ pub struct Topology {
     pub wings: Vec<([u32; 2], f32)>,
     /// Mean rest edge length `ℓ` (m).
     pub ell_m: f32,
+}
+
+/// Each particle's mass over the free particles' mean mass; 0 for a pinned particle.
+pub fn relative_masses(inv_mass: &[Real]) -> Vec<f32> {
+    let masses: Vec<f32> = inv_mass
+        .iter()
+        .map(|&w| if w > 0.0 { 1.0 / w } else { 0.0 })
+        .collect();
+    let free = inv_mass.iter().filter(|&&w| w > 0.0).count().max(1);
+    let mean = masses.iter().sum::<f32>() / free as f32;
+    masses.iter().map(|m| m / mean).collect()
+}
+
+/// Takes the mass-weighted mean out of the free particles' corrections, so that the network
+/// changes no linear momentum: it may only carry load within the cloth (an internal force),
+/// never push the cloth as a whole. The external reactions (contacts, pins) stay with the
+/// projection. Without this the network's small bias toward the resting cloth's support
+/// reaction (`−h²g` per substep) lifted falling cloth off the sphere (docs/solver.md, "The
+/// hybrid solver").
+pub fn remove_momentum(out: &mut [[f32; OUTPUTS]], inv_mass: &[Real]) {
+    let (mut sum, mut mass) = ([0.0f64; 3], 0.0f64);
+    for (o, &w) in out.iter().zip(inv_mass) {
+        if w > 0.0 {
+            let m = 1.0 / w as f64;
+            for k in 0..3 {
+                sum[k] += m * o[k] as f64;
+            }
+            mass += m;
+        }
+    }
+    if mass <= 0.0 {
+        return;
+    }
+    let mean = sum.map(|s| (s / mass) as f32);
+    for (o, &w) in out.iter_mut().zip(inv_mass) {
+        if w > 0.0 {
+            for k in 0..3 {
+                o[k] -= mean[k];
+            }
+        }
+    }
 }
 
 /// What the network did in a substep.
@@ -136,8 +180,9 @@ pub(crate) enum Rejected {
 /// The network and its buffers in a solver.
 #[derive(Clone, Debug)]
 pub(crate) struct NeuralRun {
-    /// The network; `None` while recording training samples from a classical bake.
-    net: Option<Arc<Gnn>>,
+    /// The network, laid out for its forward pass; `None` while recording training samples
+    /// from a classical bake.
+    net: Option<Compiled>,
     /// Substep length (s) the model was trained for.
     pub trained_h: Real,
     /// Mean rest edge length (m).
@@ -187,7 +232,7 @@ impl NeuralRun {
         }
         let n = model.positions.len();
         Ok(Self {
-            net,
+            net: net.map(|n| n.compile()),
             trained_h,
             ell,
             edges,
@@ -273,6 +318,7 @@ impl NeuralRun {
         p: &mut Particles,
         check: bool,
         max_correction: Real,
+        parallel: bool,
     ) -> Result<Applied, Rejected> {
         let n = p.x.len();
         self.out.clear();
@@ -287,16 +333,20 @@ impl NeuralRun {
         let Some(net) = &self.net else {
             return Ok(Applied::default());
         };
-        net.forward(&graph, &mut self.scratch, &mut self.out);
+        net.forward(&graph, &mut self.scratch, &mut self.out, parallel);
+        remove_momentum(&mut self.out, &p.inv_mass);
         let mut max2: Real = 0.0;
+        let mut finite = true;
         for (o, &w) in self.out.iter().zip(&p.inv_mass) {
             if w > 0.0 {
-                let d = Vec3::from(*o) * self.ell;
-                max2 = max2.max(d.length_squared());
+                let d2 = (Vec3::from(*o) * self.ell).length_squared();
+                // `max` skips a NaN, so finiteness is tracked apart.
+                finite &= d2.is_finite();
+                max2 = max2.max(d2);
             }
         }
         if check {
-            if !max2.is_finite() {
+            if !finite {
                 return Err(Rejected::NonFinite);
             }
             let limit = max_correction * self.ell;
@@ -360,6 +410,7 @@ impl NeuralRun {
                 .map(|&x| ((x - centre) * inv).into())
                 .collect(),
             free: p.inv_mass.iter().map(|&w| w > 0.0).collect(),
+            mass: relative_masses(&p.inv_mass),
         }
     }
 
@@ -389,5 +440,30 @@ impl NeuralRun {
     /// Forgets the history (a rollback, a restore, a substep run without the network).
     pub fn clear_history(&mut self) {
         self.history_m.iter_mut().for_each(|v| *v = Vec3::ZERO);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_correction_changes_no_momentum_and_leaves_pins_alone() {
+        let inv_mass = [1.0, 0.5, 0.0, 2.0];
+        let mut out = [[1.0, 0.0, -2.0], [3.0, 1.0, 0.0], [7.0, 7.0, 7.0], [0.0, -1.0, 4.0]];
+        remove_momentum(&mut out, &inv_mass);
+        for k in 0..3 {
+            let p: f32 = (out.iter().zip(&inv_mass))
+                .filter(|(_, &w)| w > 0.0)
+                .map(|(o, &w)| o[k] / w)
+                .sum();
+            assert!(p.abs() < 1e-5, "momentum {p} along {k}");
+        }
+        assert_eq!(out[2], [7.0, 7.0, 7.0], "a pinned particle is not corrected");
+        // Masses 1, 2, pinned, 0.5 kg: their mean over the free ones is 7/6 kg.
+        let m = relative_masses(&inv_mass);
+        for (a, b) in m.iter().zip([6.0 / 7.0, 12.0 / 7.0, 0.0, 3.0 / 7.0]) {
+            assert!((a - b).abs() < 1e-6, "{m:?}");
+        }
     }
 }
