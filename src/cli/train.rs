@@ -100,10 +100,11 @@ pub fn run(args: TrainArgs) -> Result<(), String> {
     for (name, l) in [
         ("before", &t.initial),
         ("after", &t.final_losses),
-        ("held out", &t.held_out),
+        ("held out, before", &t.held_out_initial),
+        ("held out, after", &t.held_out),
     ] {
         println!(
-            "  {name:9} total {:.4e}  supervised {:.4e}  stretch {:.4e}  bending {:.4e}  collision {:.4e}  inertia {:.4e}",
+            "  {name:17} total {:.4e}  supervised {:.4e}  stretch {:.4e}  bending {:.4e}  collision {:.4e}  inertia {:.4e}",
             l.total, l.supervised, l.stretch, l.bending, l.collision, l.inertia
         );
     }

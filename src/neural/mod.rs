@@ -590,6 +590,9 @@ pub struct TrainingRecord {
     pub final_losses: Losses,
     /// The losses after the last step on the held-out samples (scenes not trained on).
     pub held_out: Losses,
+    /// The losses before the first step on the held-out samples.
+    #[serde(default)]
+    pub held_out_initial: Losses,
 }
 
 /// A trained model as stored on disk (RON, `NAME.ron` in the library's `models/` folder).

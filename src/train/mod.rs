@@ -662,6 +662,7 @@ pub fn fit(
     let vars = Vars::new(&net, &dev)?;
     let w = settings.weights;
     let initial = evaluate(&items, 16, &vars, &net, &w, &dev)?;
+    let held_initial = evaluate(&held, 16, &vars, &net, &w, &dev)?;
     let mut opt = AdamW::new(
         vars.all(),
         ParamsAdamW {
@@ -703,6 +704,7 @@ pub fn fit(
             initial,
             final_losses,
             held_out: held_losses,
+            held_out_initial: held_initial,
         },
         network: net,
     })
