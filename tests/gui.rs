@@ -275,6 +275,74 @@ fn the_adaptive_iterations_check_box_edits_the_scene_and_undo_restores_it() {
 }
 
 #[test]
+fn the_hybrid_check_box_names_a_missing_model_then_runs_a_trained_one_and_undo_turns_it_off() {
+    let mut h = harness(None);
+    loaded(&mut h);
+    open_advanced(&mut h);
+    assert_eq!(h.state().doc.scene.solver.neural, None);
+    assert!(h.query_by_label("Model").is_none());
+    let library = drape::preset::Library::open_default().unwrap();
+    let model = library.model_path("default");
+    let _ = std::fs::remove_file(&model);
+
+    // No model trained yet: the error names the file it looked for, and the edit is not
+    // taken (the scene keeps the classical solver).
+    h.get_by_label("Network before the projection").click();
+    h.run_steps(2);
+    assert!(
+        h.state().errors.iter().any(|e| e.contains("default.ron")),
+        "{:?}",
+        h.state().errors
+    );
+    assert_eq!(h.state().doc.scene.solver.neural, None);
+
+    // With a model in the library (one that predicts nothing), the live solver runs with it.
+    let substeps = h.state().doc.scene.solver.substeps;
+    drape::neural::ModelFile {
+        format_version: drape::neural::MODEL_FORMAT_VERSION,
+        drape_version: drape::VERSION.into(),
+        trained_for: drape::neural::TrainedFor {
+            substeps,
+            fps: h.state().doc.scene.timeline.fps,
+        },
+        data_hash: "gui test".into(),
+        training: Default::default(),
+        network: drape::neural::Gnn::zeros(4, 1),
+    }
+    .save(&model)
+    .unwrap();
+    let errors = h.state().errors.len();
+    h.get_by_label("Network before the projection").click();
+    h.run_steps(2);
+    let n = h
+        .state()
+        .doc
+        .scene
+        .solver
+        .neural
+        .clone()
+        .expect("the network on");
+    assert_eq!(n.model, "default");
+    assert!(n.fallback);
+    assert!(h.query_by_label("Model").is_some());
+    assert!(h
+        .query_by_label("Classical step when the network fails")
+        .is_some());
+    assert_eq!(h.state().errors.len(), errors, "{:?}", h.state().errors);
+    assert!(h
+        .state()
+        .loaded
+        .as_ref()
+        .is_some_and(|l| l.network.as_ref().is_some_and(|n| n.path == model)));
+    wait_until(&mut h, "the rebuilt solver", |a| a.live.is_some());
+    h.state_mut().undo();
+    h.run_steps(2);
+    assert_eq!(h.state().doc.scene.solver.neural, None);
+    assert!(h.query_by_label("Model").is_none());
+    let _ = std::fs::remove_file(&model);
+}
+
+#[test]
 fn the_stretch_solve_buttons_edit_the_scene_and_undo_restores_it() {
     let mut h = harness(None);
     loaded(&mut h);

@@ -78,7 +78,12 @@ fn a_network_that_predicts_nothing_or_is_refused_bakes_the_classical_result_bit_
     model_file(Gnn::zeros(4, 1)).save(&zero).unwrap();
     let hybrid = bake_with(&scene, Some(&zero), |_| {}).unwrap();
     assert_eq!(hybrid.frames, classical.frames);
-    let applied: u32 = hybrid.stats.per_frame.iter().map(|f| f.neural_substeps).sum();
+    let applied: u32 = hybrid
+        .stats
+        .per_frame
+        .iter()
+        .map(|f| f.neural_substeps)
+        .sum();
     assert_eq!(applied, 15 * 10, "the network ran on every substep");
     assert_eq!(hybrid.stats.summary.neural_substeps, 150);
     assert_eq!(classical.stats.summary.neural_substeps, 0);
@@ -144,27 +149,44 @@ fn unusable_model_files_are_named_and_fall_back_only_when_the_scene_asks() {
     let dir = tempfile::tempdir().unwrap();
     let scene = drop_scene(dir.path());
     let missing = dir.path().join("missing.ron");
-    let e = bake_with(&scene, Some(&missing), |_| {}).unwrap_err().to_string();
+    let e = bake_with(&scene, Some(&missing), |_| {})
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("missing.ron"), "{e}");
 
     let corrupt = dir.path().join("corrupt.ron");
     std::fs::write(&corrupt, "(format_version: 1, network: (hidden: ").unwrap();
-    let e = bake_with(&scene, Some(&corrupt), |_| {}).unwrap_err().to_string();
-    assert!(e.contains("corrupt.ron") && e.contains("not a Drape model"), "{e}");
+    let e = bake_with(&scene, Some(&corrupt), |_| {})
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("corrupt.ron") && e.contains("not a Drape model"),
+        "{e}"
+    );
 
     let newer = dir.path().join("newer.ron");
     let mut f = model_file(Gnn::zeros(2, 1));
     f.format_version = MODEL_FORMAT_VERSION + 1;
     f.save(&newer).unwrap();
-    let e = bake_with(&scene, Some(&newer), |_| {}).unwrap_err().to_string();
-    assert!(e.contains("newer.ron") && e.contains("newer than this Drape"), "{e}");
+    let e = bake_with(&scene, Some(&newer), |_| {})
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("newer.ron") && e.contains("newer than this Drape"),
+        "{e}"
+    );
 
     let other = dir.path().join("other.ron");
     let mut f = model_file(Gnn::zeros(2, 1));
     f.trained_for.substeps = 20;
     f.save(&other).unwrap();
-    let e = bake_with(&scene, Some(&other), |_| {}).unwrap_err().to_string();
-    assert!(e.contains("other.ron") && e.contains("trained for 20 substeps"), "{e}");
+    let e = bake_with(&scene, Some(&other), |_| {})
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("other.ron") && e.contains("trained for 20 substeps"),
+        "{e}"
+    );
 
     // Asked to, the bake goes on classically and says why.
     let mut loaded = LoadedScene::load(&scene).unwrap();
@@ -176,7 +198,10 @@ fn unusable_model_files_are_named_and_fall_back_only_when_the_scene_asks() {
     loaded.reload_network().unwrap();
     assert!(loaded.network.is_none());
     assert!(
-        loaded.warnings.iter().any(|w| w.contains("other.ron") && w.contains("classical")),
+        loaded
+            .warnings
+            .iter()
+            .any(|w| w.contains("other.ron") && w.contains("classical")),
         "{:?}",
         loaded.warnings
     );
@@ -198,7 +223,10 @@ fn training_lowers_the_loss_and_the_saved_model_predicts_as_trained() {
     assert!(train.iter().all(|d| d.samples.len() == 130));
     let model = fit(&settings, &train, &held, &|_, _, _| {}).unwrap();
     let t = &model.training;
-    println!("before {:?}\nafter {:?}\nheld out {:?}", t.initial, t.final_losses, t.held_out);
+    println!(
+        "before {:?}\nafter {:?}\nheld out {:?}",
+        t.initial, t.final_losses, t.held_out
+    );
     assert!(
         t.final_losses.supervised < 0.9 * t.initial.supervised,
         "the supervised loss falls: {} -> {}",
@@ -219,7 +247,11 @@ fn training_lowers_the_loss_and_the_saved_model_predicts_as_trained() {
     let b = inference_forward(&back.network, &held[0], sample);
     assert_eq!(a, b);
     let c = candle_forward(&model.network, &held[0], sample).unwrap();
-    let scale = a.iter().flatten().fold(0.0f32, |m, v| m.max(v.abs())).max(1e-6);
+    let scale = a
+        .iter()
+        .flatten()
+        .fold(0.0f32, |m, v| m.max(v.abs()))
+        .max(1e-6);
     for (x, y) in a.iter().flatten().zip(c.iter().flatten()) {
         assert!((x - y).abs() <= 1e-4 * scale, "{x} against candle's {y}");
     }
@@ -271,6 +303,13 @@ fn recording_training_samples_leaves_the_bake_unchanged() {
     // would be wrong only if gravity were off; here the cloth falls freely, so the projection
     // moves it by (almost) nothing before the impact.
     let first = &samples[0];
-    let biggest = first.target.iter().flatten().fold(0.0f32, |m, v| m.max(v.abs()));
-    assert!(biggest < 1e-3, "a free-falling flat cloth needs no correction: {biggest}");
+    let biggest = first
+        .target
+        .iter()
+        .flatten()
+        .fold(0.0f32, |m, v| m.max(v.abs()));
+    assert!(
+        biggest < 1e-3,
+        "a free-falling flat cloth needs no correction: {biggest}"
+    );
 }

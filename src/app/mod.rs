@@ -1437,6 +1437,14 @@ fn patch(loaded: &LoadedScene, scene: &Scene) -> Result<LoadedScene, crate::bake
     }
     scene.validate(&loaded.path)?;
     out.scene = scene.clone();
+    // A hybrid model named or changed in the solver panel is read now, so that the live
+    // simulation and the bake use it (and a model that cannot be used is an error here).
+    if scene.solver.neural != loaded.scene.solver.neural
+        || scene.solver.substeps != loaded.scene.solver.substeps
+        || scene.timeline.fps != loaded.scene.timeline.fps
+    {
+        out.reload_network()?;
+    }
     Ok(out)
 }
 

@@ -529,6 +529,7 @@ fn advanced_solver_properties(ui: &mut egui::Ui, s: &mut crate::solver::SolverSe
                 ui.end_row();
                 a.max_iterations = a.max_iterations.max(a.min_iterations);
             }
+            hybrid_properties(ui, s);
             ui.label("Span limits");
             let mut on = s.span_limit_slack >= 0.0;
             if ui
@@ -552,6 +553,46 @@ fn advanced_solver_properties(ui: &mut egui::Ui, s: &mut crate::solver::SolverSe
                 );
             ui.end_row();
         });
+}
+
+/// The hybrid solver's rows of the advanced solver grid: the network on or off, its model, its
+/// fallback (docs/solver.md, "The hybrid solver").
+fn hybrid_properties(ui: &mut egui::Ui, s: &mut crate::solver::SolverSettings) {
+    ui.label("Hybrid solver");
+    let mut on = s.neural.is_some();
+    if ui
+        .checkbox(&mut on, "Network before the projection")
+        .on_hover_text(
+            "A graph network trained by `drape train` on Drape's own converged bakes corrects \
+             each substep's prediction before the XPBD projection; the projection and its \
+             checks are unchanged. Measured: on two cores it costs more than the iterations \
+             it saves (docs/solver.md, The hybrid solver).",
+        )
+        .changed()
+    {
+        s.neural = on.then(|| crate::solver::neural::NeuralSettings {
+            model: "default".into(),
+            ..Default::default()
+        });
+    }
+    ui.end_row();
+    if let Some(n) = &mut s.neural {
+        let label = ui.label("Model");
+        ui.text_edit_singleline(&mut n.model)
+            .labelled_by(label.id)
+            .on_hover_text(
+                "A model's name in the preset library's models/ folder (drape train --out \
+                 NAME), or a .ron file relative to the scene.",
+            );
+        ui.end_row();
+        ui.label("Fallback");
+        ui.checkbox(&mut n.fallback, "Classical step when the network fails")
+            .on_hover_text(
+                "Refuse predictions that are not finite or move a vertex more than half an \
+                 edge, and run a substep that fails with the network again classically.",
+            );
+        ui.end_row();
+    }
 }
 
 fn timeline_properties(ui: &mut egui::Ui, scene: &mut Scene) {

@@ -461,6 +461,9 @@ fn build(loaded: &Arc<LoadedScene>, previous: Option<&Sim>) -> Result<Sim, Strin
     let (model, offsets) = loaded.build_model(body.as_ref());
     let mut solver = Solver::new(loaded.scene.solver.clone(), model, body)
         .map_err(|e| format!("{name}: {e}"))?;
+    loaded
+        .attach_network(&mut solver)
+        .map_err(|e| format!("{name}: {e}"))?;
     let dt = 1.0 / loaded.scene.timeline.fps as f64;
     let preroll_s = loaded.scene.timeline.preroll_frames as f64 * dt;
     if let Some(b) = &loaded.body {

@@ -31,9 +31,9 @@ use crate::garment::material::{
 use crate::garment::proxy::{build_proxy, ProxyQuality};
 use crate::io::gltf_import::{load_mesh_with_warnings, GltfImportError};
 use crate::math::{Real, Vec3};
+use crate::mesh::{weld, Mesh, MeshError, QualityReport, Severity, Topology, Welded};
 use crate::neural::{Gnn, ModelError, ModelFile};
 use crate::preset::Library;
-use crate::mesh::{weld, Mesh, MeshError, QualityReport, Severity, Topology, Welded};
 use crate::scene::{
     suggested_unit_scale, GarmentSpec, PinTarget, Pins, Scene, SceneError, AUTO_BIND_DISTANCE_M,
     MAX_FRAMES, MAX_PLAUSIBLE_BODY_M, MIN_PLAUSIBLE_BODY_M,
@@ -474,10 +474,12 @@ pub fn model_path(scene_path: &Path, model: &str) -> Result<PathBuf, BakeError> 
     if model.ends_with(".ron") || model.contains('/') || model.contains('\\') {
         return Ok(Scene::resolve(scene_path, Path::new(model)));
     }
-    let library = Library::open_default().map_err(|e| BakeError::Model(ModelError::Io {
-        path: PathBuf::from(model),
-        source: std::io::Error::other(e.to_string()),
-    }))?;
+    let library = Library::open_default().map_err(|e| {
+        BakeError::Model(ModelError::Io {
+            path: PathBuf::from(model),
+            source: std::io::Error::other(e.to_string()),
+        })
+    })?;
     Ok(library.model_path(model))
 }
 
@@ -669,6 +671,16 @@ impl LoadedScene {
         })
     }
 
+    /// Gives `solver` the hybrid's network when the scene's solver turns it on and its model
+    /// was read ([`LoadedScene::network`]); nothing otherwise.
+    pub fn attach_network(&self, solver: &mut Solver) -> Result<(), SimError> {
+        if let (Some(_), Some(n)) = (&self.scene.solver.neural, &self.network) {
+            let h = 1.0 / (self.scene.timeline.fps * self.scene.solver.substeps as Real);
+            solver.set_network(Some(n.net.clone()), h)?;
+        }
+        Ok(())
+    }
+
     /// Reads the hybrid's model again, as the scene's solver settings now name it (after the
     /// artist changed them); the warnings of a model that falls back go to `warnings`.
     pub fn reload_network(&mut self) -> Result<(), BakeError> {
@@ -835,12 +847,8 @@ impl LoadedScene {
         let (model, offsets) = self.build_model_at(collider.as_ref(), origin_m);
         let mut solver = Solver::new(self.scene.solver.clone(), model, collider)
             .map_err(|e| self.sim_error(start_frame, e))?;
-        if let (Some(_), Some(n)) = (&self.scene.solver.neural, &self.network) {
-            let h = 1.0 / (self.scene.timeline.fps * self.scene.solver.substeps as Real);
-            solver
-                .set_network(Some(n.net.clone()), h)
-                .map_err(|e| self.sim_error(start_frame, e))?;
-        }
+        self.attach_network(&mut solver)
+            .map_err(|e| self.sim_error(start_frame, e))?;
         if let Some(b) = &body {
             // A body that does not move is left static: posing it every substep would cost a
             // skinning and a refit for nothing.

@@ -130,9 +130,16 @@ impl Mlp {
         }
     }
 
-    fn check(&self, name: &str, inputs: usize, hidden: usize, outputs: usize) -> Result<(), String> {
+    fn check(
+        &self,
+        name: &str,
+        inputs: usize,
+        hidden: usize,
+        outputs: usize,
+    ) -> Result<(), String> {
         self.first.check(&format!("{name}.first"), inputs, hidden)?;
-        self.second.check(&format!("{name}.second"), hidden, outputs)
+        self.second
+            .check(&format!("{name}.second"), hidden, outputs)
     }
 }
 
@@ -262,9 +269,12 @@ impl Gnn {
                 return Err(format!("{name}: needs {len} finite numbers"));
             }
         }
-        self.node_encoder.check("node_encoder", NODE_FEATURES, h, h)?;
-        self.edge_encoder.check("edge_encoder", EDGE_FEATURES, h, h)?;
-        self.body_encoder.check("body_encoder", BODY_FEATURES, h, h)?;
+        self.node_encoder
+            .check("node_encoder", NODE_FEATURES, h, h)?;
+        self.edge_encoder
+            .check("edge_encoder", EDGE_FEATURES, h, h)?;
+        self.body_encoder
+            .check("body_encoder", BODY_FEATURES, h, h)?;
         for (k, s) in self.steps.iter().enumerate() {
             s.edge.check(&format!("steps[{k}].edge"), 3 * h, h, h)?;
             s.node.check(&format!("steps[{k}].node"), 3 * h, h, h)?;
@@ -290,7 +300,11 @@ impl Gnn {
             node_encoder: m(&self.node_encoder),
             edge_encoder: m(&self.edge_encoder),
             body_encoder: m(&self.body_encoder),
-            steps: self.steps.iter().map(|s| (m(&s.edge), m(&s.node))).collect(),
+            steps: self
+                .steps
+                .iter()
+                .map(|s| (m(&s.edge), m(&s.node)))
+                .collect(),
             decoder: m(&self.decoder),
             node_scale: self.node_scale.clone(),
             edge_scale: self.edge_scale.clone(),
@@ -435,7 +449,8 @@ impl Compiled {
             let i = i as usize;
             let mut buf = [0.0f32; BODY_FEATURES];
             scaled(f, &self.body_scale, &mut buf);
-            self.body_encoder.apply(&buf, &mut scratch.body[i * h..(i + 1) * h]);
+            self.body_encoder
+                .apply(&buf, &mut scratch.body[i * h..(i + 1) * h]);
         }
         for (edge_mlp, node_mlp) in &self.steps {
             let node = &scratch.node;
@@ -699,10 +714,12 @@ impl ModelFile {
             });
         }
         let file: ModelFile = options.from_str(text).map_err(|e| parse(e.to_string()))?;
-        file.network.check().map_err(|problem| ModelError::Invalid {
-            path: path.into(),
-            problem,
-        })?;
+        file.network
+            .check()
+            .map_err(|problem| ModelError::Invalid {
+                path: path.into(),
+                problem,
+            })?;
         Ok(file)
     }
 
@@ -757,7 +774,12 @@ mod tests {
         g
     }
 
-    fn graph_of<'a>(nf: &'a [f32], ef: &'a [f32], edges: &'a [[u32; 2]], bf: &'a [f32]) -> Graph<'a> {
+    fn graph_of<'a>(
+        nf: &'a [f32],
+        ef: &'a [f32],
+        edges: &'a [[u32; 2]],
+        bf: &'a [f32],
+    ) -> Graph<'a> {
         Graph {
             node_features: nf,
             edges,
@@ -771,7 +793,9 @@ mod tests {
     fn a_zero_network_predicts_nothing_and_a_tiny_one_is_deterministic() {
         let nf: Vec<f32> = (0..3 * NODE_FEATURES).map(|i| i as f32 * 0.01).collect();
         let edges = [[0, 1], [1, 0], [1, 2], [2, 1]];
-        let ef: Vec<f32> = (0..4 * EDGE_FEATURES).map(|i| (i as f32 * 0.3).sin()).collect();
+        let ef: Vec<f32> = (0..4 * EDGE_FEATURES)
+            .map(|i| (i as f32 * 0.3).sin())
+            .collect();
         let bf = [0.1, 0.0, 1.0, 0.0, 0.0, -0.2, 0.0];
         let g = graph_of(&nf, &ef, &edges, &bf);
         g.check().unwrap();
@@ -841,11 +865,19 @@ mod tests {
         let e = ModelFile::parse(&text[..text.len() / 2], &path)
             .unwrap_err()
             .to_string();
-        assert!(e.contains("m.ron") && e.contains("not a Drape model"), "{e}");
-        let e = ModelFile::parse("(name: \"cotton\")", &path).unwrap_err().to_string();
+        assert!(
+            e.contains("m.ron") && e.contains("not a Drape model"),
+            "{e}"
+        );
+        let e = ModelFile::parse("(name: \"cotton\")", &path)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("not a Drape model"), "{e}");
         let e = f.check_for(&path, 20, 24.0).unwrap_err().to_string();
-        assert!(e.contains("trained for 10 substeps") && e.contains("20 substeps"), "{e}");
+        assert!(
+            e.contains("trained for 10 substeps") && e.contains("20 substeps"),
+            "{e}"
+        );
         f.check_for(&path, 10, 24.0).unwrap();
     }
 }

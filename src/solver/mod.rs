@@ -1536,7 +1536,10 @@ impl Solver {
 
     /// The samples recorded since the last call.
     pub fn take_samples(&mut self) -> Vec<Sample> {
-        self.samples.as_mut().map(std::mem::take).unwrap_or_default()
+        self.samples
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
     }
 
     /// Sets or clears a temporary soft attachment: the artist dragging one particle toward

@@ -209,7 +209,11 @@ pub(crate) struct NeuralRun {
 impl NeuralRun {
     /// The network for `model`'s cloth, trained for substeps of `trained_h` s (`None`: only the
     /// graphs, for recording).
-    pub fn new(net: Option<Arc<Gnn>>, model: &ClothModel, trained_h: Real) -> Result<Self, SimError> {
+    pub fn new(
+        net: Option<Arc<Gnn>>,
+        model: &ClothModel,
+        trained_h: Real,
+    ) -> Result<Self, SimError> {
         if model.stretch.is_empty() {
             return Err(SimError::Setting {
                 field: "neural",
@@ -302,9 +306,8 @@ impl NeuralRun {
             let gap = ((p.x[i] - c.point_m).dot(c.normal) - c.thickness_m) * inv;
             let rel = (c.body_motion_m - (p.x[i] - p.x_prev[i])) * inv;
             self.body_nodes.push(c.particle);
-            self.body_f.extend_from_slice(&[
-                gap, c.normal.x, c.normal.y, c.normal.z, rel.x, rel.y, rel.z,
-            ]);
+            self.body_f
+                .extend_from_slice(&[gap, c.normal.x, c.normal.y, c.normal.z, rel.x, rel.y, rel.z]);
         }
         debug_assert_eq!(self.node_f.len(), n * NODE_FEATURES);
         debug_assert_eq!(self.edge_f.len(), self.edges.len() * EDGE_FEATURES);
@@ -450,7 +453,12 @@ mod tests {
     #[test]
     fn the_correction_changes_no_momentum_and_leaves_pins_alone() {
         let inv_mass = [1.0, 0.5, 0.0, 2.0];
-        let mut out = [[1.0, 0.0, -2.0], [3.0, 1.0, 0.0], [7.0, 7.0, 7.0], [0.0, -1.0, 4.0]];
+        let mut out = [
+            [1.0, 0.0, -2.0],
+            [3.0, 1.0, 0.0],
+            [7.0, 7.0, 7.0],
+            [0.0, -1.0, 4.0],
+        ];
         remove_momentum(&mut out, &inv_mass);
         for k in 0..3 {
             let p: f32 = (out.iter().zip(&inv_mass))
@@ -459,7 +467,11 @@ mod tests {
                 .sum();
             assert!(p.abs() < 1e-5, "momentum {p} along {k}");
         }
-        assert_eq!(out[2], [7.0, 7.0, 7.0], "a pinned particle is not corrected");
+        assert_eq!(
+            out[2],
+            [7.0, 7.0, 7.0],
+            "a pinned particle is not corrected"
+        );
         // Masses 1, 2, pinned, 0.5 kg: their mean over the free ones is 7/6 kg.
         let m = relative_masses(&inv_mass);
         for (a, b) in m.iter().zip([6.0 / 7.0, 12.0 / 7.0, 0.0, 3.0 / 7.0]) {

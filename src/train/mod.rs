@@ -173,10 +173,18 @@ impl TrainSettings {
             return bad("no training scenes".into());
         }
         if self.hidden == 0 || self.hidden > crate::neural::MAX_HIDDEN {
-            return bad(format!("hidden width {}: 1 to {}", self.hidden, crate::neural::MAX_HIDDEN));
+            return bad(format!(
+                "hidden width {}: 1 to {}",
+                self.hidden,
+                crate::neural::MAX_HIDDEN
+            ));
         }
         if self.steps > crate::neural::MAX_STEPS {
-            return bad(format!("{} steps: at most {}", self.steps, crate::neural::MAX_STEPS));
+            return bad(format!(
+                "{} steps: at most {}",
+                self.steps,
+                crate::neural::MAX_STEPS
+            ));
         }
         if self.batch == 0 || self.epochs == 0 {
             return bad("batch and epochs must be at least 1".into());
@@ -184,7 +192,9 @@ impl TrainSettings {
         if !(self.learning_rate.is_finite() && self.learning_rate > 0.0) {
             return bad(format!("learning rate {}", self.learning_rate));
         }
-        if !self.weights.iter().all(|w| w.is_finite() && *w >= 0.0) || self.weights[0] + self.weights[1] <= 0.0 {
+        if !self.weights.iter().all(|w| w.is_finite() && *w >= 0.0)
+            || self.weights[0] + self.weights[1] <= 0.0
+        {
             return bad("loss weights must be ≥ 0, with the supervised or stretch term on".into());
         }
         Ok(())
@@ -374,11 +384,7 @@ struct Batch {
     has_body: bool,
 }
 
-fn batch(
-    items: &[(&SceneData, &Sample)],
-    net: &Gnn,
-    dev: &Device,
-) -> candle_core::Result<Batch> {
+fn batch(items: &[(&SceneData, &Sample)], net: &Gnn, dev: &Device) -> candle_core::Result<Batch> {
     let (mut node_f, mut edge_f, mut body_f) = (Vec::new(), Vec::new(), Vec::new());
     let (mut src, mut dst, mut bn) = (Vec::new(), Vec::new(), Vec::new());
     let (mut target, mut predicted, mut free) = (Vec::new(), Vec::new(), Vec::new());
@@ -396,7 +402,11 @@ fn batch(
         for f in s.edge_features.chunks_exact(EDGE_FEATURES) {
             edge_f.extend(f.iter().zip(&net.edge_scale).map(|(v, k)| v * k));
         }
-        for (&i, f) in s.body_nodes.iter().zip(s.body_features.chunks_exact(BODY_FEATURES)) {
+        for (&i, f) in s
+            .body_nodes
+            .iter()
+            .zip(s.body_features.chunks_exact(BODY_FEATURES))
+        {
             body_f.extend(f.iter().zip(&net.body_scale).map(|(v, k)| v * k));
             bn.push(i + offset);
             gap.push(f[0]);
@@ -442,7 +452,10 @@ fn batch(
     for (&g, &m) in segment.iter().zip(&mass) {
         seg_mass[g as usize] += m;
     }
-    let seg_inv: Vec<f32> = seg_mass.iter().map(|m| if *m > 0.0 { 1.0 / m } else { 0.0 }).collect();
+    let seg_inv: Vec<f32> = seg_mass
+        .iter()
+        .map(|m| if *m > 0.0 { 1.0 / m } else { 0.0 })
+        .collect();
     Ok(Batch {
         mass: mat(mass, 1)?,
         segment: idx(segment)?,
@@ -484,7 +497,11 @@ fn forward(b: &Batch, v: &Vars, net: &Gnn, dev: &Device) -> candle_core::Result<
     for k in 0..net.steps.len() {
         let (ev, nv) = (&v.mlps[3 + 2 * k], &v.mlps[4 + 2 * k]);
         let input = Tensor::cat(
-            &[&edge, &node.index_select(&b.src, 0)?, &node.index_select(&b.dst, 0)?],
+            &[
+                &edge,
+                &node.index_select(&b.src, 0)?,
+                &node.index_select(&b.dst, 0)?,
+            ],
             1,
         )?;
         edge = (&edge + mlp(&input, ev)?)?;
@@ -529,7 +546,9 @@ fn losses(b: &Batch, out: &Tensor, w: &[f32; 5]) -> candle_core::Result<[Tensor;
         .sqr()?
         .mean_all()?;
     let bending = if b.wing_rest.dims1()? > 0 {
-        (dist(&b.wing_a, &b.wing_b)? - &b.wing_rest)?.sqr()?.mean_all()?
+        (dist(&b.wing_a, &b.wing_b)? - &b.wing_rest)?
+            .sqr()?
+            .mean_all()?
     } else {
         Tensor::new(0.0f32, x.device())?
     };
@@ -626,14 +645,26 @@ fn initial_network(settings: &TrainSettings, data: &[SceneData]) -> Gnn {
         }
     }
     let samples = || data.iter().flat_map(|d| &d.samples);
-    net.node_scale = inverse_rms(samples().flat_map(|s| s.node_features.iter().copied()), NODE_FEATURES);
-    net.edge_scale = inverse_rms(samples().flat_map(|s| s.edge_features.iter().copied()), EDGE_FEATURES);
-    net.body_scale = inverse_rms(samples().flat_map(|s| s.body_features.iter().copied()), BODY_FEATURES);
+    net.node_scale = inverse_rms(
+        samples().flat_map(|s| s.node_features.iter().copied()),
+        NODE_FEATURES,
+    );
+    net.edge_scale = inverse_rms(
+        samples().flat_map(|s| s.edge_features.iter().copied()),
+        EDGE_FEATURES,
+    );
+    net.body_scale = inverse_rms(
+        samples().flat_map(|s| s.body_features.iter().copied()),
+        BODY_FEATURES,
+    );
     if !settings.history {
         // The history features are 3..6 (crate::neural's node features).
         net.node_scale[3..6].iter_mut().for_each(|v| *v = 0.0);
     }
-    let target = inverse_rms(samples().flat_map(|s| s.target.iter().flatten().copied()), 1)[0];
+    let target = inverse_rms(
+        samples().flat_map(|s| s.target.iter().flatten().copied()),
+        1,
+    )[0];
     net.output_scale = 1.0 / target;
     net
 }
@@ -653,7 +684,9 @@ pub fn fit(
         .flat_map(|d| d.samples.iter().map(move |s| (d, s)))
         .collect();
     if items.is_empty() {
-        return Err(TrainError::Settings("the teacher bakes recorded no samples".into()));
+        return Err(TrainError::Settings(
+            "the teacher bakes recorded no samples".into(),
+        ));
     }
     let held: Vec<(&SceneData, &Sample)> = held_out
         .iter()
@@ -725,7 +758,11 @@ pub fn train(
             .iter()
             .enumerate()
             .map(|(k, s)| {
-                say(&format!("teacher bake ({tag} {}/{}): {s}", k + 1, scenes.len()));
+                say(&format!(
+                    "teacher bake ({tag} {}/{}): {s}",
+                    k + 1,
+                    scenes.len()
+                ));
                 record(s, settings, &work_dir.join(format!("{tag}-{k}")))
             })
             .collect()
@@ -738,7 +775,11 @@ pub fn train(
 }
 
 /// The candle forward of `net` on one sample, for the check that it matches the inference.
-pub fn candle_forward(net: &Gnn, data: &SceneData, sample: &Sample) -> Result<Vec<[f32; 3]>, TrainError> {
+pub fn candle_forward(
+    net: &Gnn,
+    data: &SceneData,
+    sample: &Sample,
+) -> Result<Vec<[f32; 3]>, TrainError> {
     let dev = Device::Cpu;
     let vars = Vars::new(net, &dev)?;
     let b = batch(&[(data, sample)], net, &dev)?;
