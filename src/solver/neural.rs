@@ -292,13 +292,11 @@ impl NeuralRun {
         }
         self.body_nodes.clear();
         self.body_f.clear();
-        let mut last = u32::MAX;
         for c in contacts {
             // One body edge per particle: the first contact the search kept for it.
-            if c.particle == last || self.body_nodes.last() == Some(&c.particle) {
+            if self.body_nodes.last() == Some(&c.particle) {
                 continue;
             }
-            last = c.particle;
             let i = c.particle as usize;
             if i >= n {
                 continue;
