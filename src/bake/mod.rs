@@ -1555,6 +1555,8 @@ pub fn bake_at(
             neural_rejected: report.neural_rejected,
             neural_fallbacks: report.neural_fallbacks,
             neural_max_correction_m: report.neural_max_correction_m,
+            gpu_substeps: report.gpu_substeps,
+            gpu_fallbacks: report.gpu_fallbacks,
         });
         if origin_m != Vec3::ZERO {
             for p in &mut render {
@@ -1570,6 +1572,9 @@ pub fn bake_at(
             break;
         }
     }
+    // Where the solver could not run as the settings asked (no GPU adapter, a scene the GPU
+    // path lacks something for), and why.
+    warnings.extend(solver.take_backend_notes());
     let times = solver.stage_times();
     let ms = |d: std::time::Duration| d.as_secs_f64() * 1000.0;
     let stepped = frames.len().saturating_sub(1).max(1);
@@ -1580,6 +1585,7 @@ pub fn bake_at(
         frames: frames.len(),
         substeps: scene.solver.substeps,
         iterations: scene.solver.iterations,
+        backend: solver.backend_name(),
         proxy_vertices: loaded.proxy_vertices(),
         render_vertices: loaded.render_vertices(),
         constraints: counts,
@@ -1593,6 +1599,7 @@ pub fn bake_at(
             velocities: ms(times.velocities),
             check: ms(times.check),
             neural: ms(times.neural),
+            gpu: ms(times.gpu),
             project_kinds: {
                 let k = &times.project_kinds;
                 ProjectMs {

@@ -72,6 +72,12 @@ pub struct FrameStats {
     /// Largest move the network gave a particle in this frame (m).
     #[serde(default)]
     pub neural_max_correction_m: Real,
+    /// Substeps that ran on the GPU backend (0 on the CPU).
+    #[serde(default)]
+    pub gpu_substeps: u32,
+    /// GPU frames that failed their check and ran again on the CPU.
+    #[serde(default)]
+    pub gpu_fallbacks: u32,
 }
 
 /// Worst values over the whole bake.
@@ -105,6 +111,12 @@ pub struct Summary {
     /// Total `neural_fallbacks`.
     #[serde(default)]
     pub neural_fallbacks: u32,
+    /// Total `gpu_substeps`.
+    #[serde(default)]
+    pub gpu_substeps: u32,
+    /// Total `gpu_fallbacks`.
+    #[serde(default)]
+    pub gpu_fallbacks: u32,
 }
 
 /// Milliseconds spent in each solver stage over the whole bake.
@@ -125,6 +137,9 @@ pub struct StageMs {
     /// The hybrid's network: its graph and inference.
     #[serde(default)]
     pub neural: f64,
+    /// Frames on the GPU backend, every stage, upload to read-back.
+    #[serde(default)]
+    pub gpu: f64,
     /// The constraint projection by kind (within `project`).
     #[serde(default)]
     pub project_kinds: ProjectMs,
@@ -171,6 +186,9 @@ pub struct Stats {
     pub substeps: u32,
     /// Iterations per substep.
     pub iterations: u32,
+    /// Where the substeps ran: `"CPU"`, or `"GPU: "` and the adapter (at the end of the bake).
+    #[serde(default)]
+    pub backend: String,
     /// Simulated particles.
     pub proxy_vertices: usize,
     /// Render-mesh vertices exported.
@@ -213,6 +231,8 @@ impl Stats {
                 neural_substeps: s.neural_substeps + f.neural_substeps,
                 neural_rejected: s.neural_rejected + f.neural_rejected,
                 neural_fallbacks: s.neural_fallbacks + f.neural_fallbacks,
+                gpu_substeps: s.gpu_substeps + f.gpu_substeps,
+                gpu_fallbacks: s.gpu_fallbacks + f.gpu_fallbacks,
             });
         let simulated: Vec<f64> = (self.per_frame.iter())
             .filter(|f| f.iterations > 0)

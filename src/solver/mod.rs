@@ -55,6 +55,8 @@
 
 pub mod batch;
 pub mod global_stretch;
+#[cfg(feature = "gpu")]
+pub mod gpu;
 pub mod levels;
 pub mod line_stretch;
 pub mod neural;
@@ -234,6 +236,11 @@ pub struct SolverSettings {
     /// (the default) is the classical solver, bit for bit.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub neural: Option<NeuralSettings>,
+    /// Where the substeps run (issue 37; docs/solver.md, "The GPU backend"): `Cpu` (the
+    /// default, the reference) or `Gpu` (wgpu compute), which falls back to the CPU, saying
+    /// why, when there is no adapter or the scene uses what the GPU path lacks.
+    #[serde(skip_serializing_if = "Backend::is_cpu")]
+    pub backend: Backend,
     /// `parallel_projection`, a setting of earlier versions ([`RETIRED_SETTINGS`]): read so
     /// that older scenes and presets still load, ignored (with a warning), never written.
     #[serde(
@@ -294,7 +301,25 @@ impl Default for SolverSettings {
             predicted_friction: true,
             adaptive_iterations: None,
             neural: None,
+            backend: Backend::Cpu,
         }
+    }
+}
+
+/// Where a solver's substeps run ([`SolverSettings::backend`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Backend {
+    /// On the CPU: the reference solver, with every constraint kind and check.
+    #[default]
+    Cpu,
+    /// On the GPU, through wgpu compute ([`gpu`]); the CPU runs whatever the GPU path lacks.
+    Gpu,
+}
+
+impl Backend {
+    /// Whether this is the default, [`Backend::Cpu`] (it is then left out of a written scene).
+    pub fn is_cpu(&self) -> bool {
+        *self == Backend::Cpu
     }
 }
 
@@ -821,6 +846,9 @@ pub struct StageTimes {
     pub check: Duration,
     /// The hybrid's network (graph and inference), within stage 2.
     pub neural: Duration,
+    /// Frames on the GPU backend ([`SolverSettings::backend`]), every stage of every
+    /// substep, from the upload to the read-back.
+    pub gpu: Duration,
     /// Stage 5 by constraint kind (their sum is within [`Self::project`], which also holds the
     /// multiplier resets and the warm start).
     pub project_kinds: ProjectTimes,
@@ -916,6 +944,10 @@ pub struct FrameReport {
     pub neural_fallbacks: u32,
     /// Largest move the network gave a particle this frame (m).
     pub neural_max_correction_m: Real,
+    /// Substeps that ran on the GPU backend ([`SolverSettings::backend`]).
+    pub gpu_substeps: u32,
+    /// GPU frames that failed their check and ran again on the CPU.
+    pub gpu_fallbacks: u32,
 }
 
 /// The XPBD solver.
@@ -1020,6 +1052,11 @@ pub struct Solver {
     neural_off: bool,
     /// Training samples recorded so far ([`Solver::record_samples`]).
     samples: Option<Vec<Sample>>,
+    /// The GPU backend, while the substeps run there ([`SolverSettings::backend`]).
+    #[cfg(feature = "gpu")]
+    gpu: Option<Box<gpu::GpuStep>>,
+    /// Why the solver does not run where the settings ask ([`Solver::take_backend_notes`]).
+    backend_notes: Vec<String>,
 }
 
 /// Each particle's neighbours along the stretch edges, for [`moves_of_neighbours`]: particle
@@ -1504,7 +1541,86 @@ impl Solver {
             neural_applied: false,
             neural_off: false,
             samples: None,
-        })
+            #[cfg(feature = "gpu")]
+            gpu: None,
+            backend_notes: Vec::new(),
+        }
+        .with_backend())
+    }
+
+    /// Starts the GPU backend when the settings ask for it; where it cannot start (no
+    /// adapter, or the scene uses what the GPU path lacks), the solver stays on the CPU and
+    /// [`Solver::backend_notes`] says why.
+    fn with_backend(mut self) -> Self {
+        if self.settings.backend != Backend::Gpu {
+            return self;
+        }
+        #[cfg(feature = "gpu")]
+        match gpu::GpuStep::new(
+            &self.model,
+            &self.particles,
+            &self.settings,
+            self.body.as_ref(),
+        ) {
+            Ok(step) => {
+                log::info!("solver on the GPU: {}", step.adapter());
+                self.gpu = Some(Box::new(step));
+            }
+            Err(e) => self.backend_note(format!("{e}; the solver runs on the CPU")),
+        }
+        #[cfg(not(feature = "gpu"))]
+        self.backend_note(
+            "this build of Drape has no GPU backend (the `gpu` feature); the solver runs on \
+             the CPU"
+                .to_string(),
+        );
+        self
+    }
+
+    fn backend_note(&mut self, note: String) {
+        log::warn!("{note}");
+        self.backend_notes.push(note);
+    }
+
+    /// Why the solver does not run where [`SolverSettings::backend`] asks (one sentence each,
+    /// oldest first; e.g. "no GPU adapter found …; the solver runs on the CPU"), and forgets
+    /// them.
+    pub fn take_backend_notes(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.backend_notes)
+    }
+
+    /// Where the substeps run now: `"CPU"`, or `"GPU: "` and the adapter's name.
+    pub fn backend_name(&self) -> String {
+        #[cfg(feature = "gpu")]
+        if let Some(g) = &self.gpu {
+            return format!("GPU: {}", g.adapter());
+        }
+        "CPU".to_string()
+    }
+
+    /// The GPU backend, while the solver runs on it.
+    #[cfg(feature = "gpu")]
+    pub fn gpu(&self) -> Option<&gpu::GpuStep> {
+        self.gpu.as_deref()
+    }
+
+    /// The GPU stops here (the scene now uses what it lacks): the CPU runs from now on.
+    #[cfg_attr(not(feature = "gpu"), allow(unused_variables))]
+    fn leave_gpu(&mut self, why: &str) {
+        #[cfg(feature = "gpu")]
+        if self.gpu.take().is_some() {
+            self.backend_note(format!(
+                "the GPU backend does not handle {why} yet; the solver runs on the CPU"
+            ));
+        }
+    }
+
+    /// The host's particles changed outside a GPU frame: upload them before the next one.
+    fn gpu_dirty(&mut self) {
+        #[cfg(feature = "gpu")]
+        if let Some(g) = self.gpu.as_mut() {
+            g.mark_dirty();
+        }
     }
 
     /// Turns on the hybrid's network (layer 2; docs/solver.md, "The hybrid solver"), trained
@@ -1595,6 +1711,7 @@ impl Solver {
         }
         self.time_s = time_s;
         self.warm_h = 0.0;
+        self.gpu_dirty();
         if let Some(run) = self.neural.as_mut() {
             run.clear_history();
         }
@@ -1659,6 +1776,10 @@ impl Solver {
     pub fn set_pin_target(&mut self, pin: usize, target_m: Vec3) {
         if let Some(p) = self.model.pins.get_mut(pin) {
             p.target_m = target_m;
+            #[cfg(feature = "gpu")]
+            if let Some(g) = self.gpu.as_mut() {
+                g.set_pin_target(p.particle, target_m);
+            }
         }
     }
 
@@ -1680,6 +1801,7 @@ impl Solver {
     /// (e.g. to inject a disturbance). Hard-pinned particles are moved back to their targets
     /// at the next substep.
     pub fn particles_mut(&mut self) -> &mut Particles {
+        self.gpu_dirty();
         &mut self.particles
     }
 
@@ -1693,6 +1815,7 @@ impl Solver {
     /// The body is posed at the current time at once, and hard pins bound to it jump to their
     /// targets (with zero velocity). Fails when the pose does not fit the body mesh.
     pub fn set_body_motion(&mut self, mut motion: Box<dyn BodyMotion>) -> Result<(), SimError> {
+        self.leave_gpu("a moving body");
         if let Some(body) = self.body.as_mut() {
             motion.pose_at(self.time_s, &mut self.body_positions);
             let posed = body
@@ -1752,6 +1875,98 @@ impl Solver {
 
     fn step_frame_here(&mut self, dt_frame_s: Real) -> Result<FrameReport, SimError> {
         check_time_step(dt_frame_s)?;
+        #[cfg(feature = "gpu")]
+        let mut gpu_failure = None;
+        #[cfg(feature = "gpu")]
+        if self.gpu.is_some() && self.settle_push_m_per_s.is_none() && self.drag.is_none() {
+            match self.gpu_frame(dt_frame_s) {
+                Ok(report) => return Ok(report),
+                Err(why) => gpu_failure = Some(why),
+            }
+        }
+        #[allow(unused_mut)]
+        let mut report = self.cpu_frame(dt_frame_s)?;
+        #[cfg(feature = "gpu")]
+        if let Some(why) = gpu_failure {
+            log::warn!(
+                "t = {:.3} s: the GPU frame failed ({why}); it ran again on the CPU",
+                self.time_s
+            );
+            report.gpu_fallbacks += 1;
+        }
+        self.gpu_dirty();
+        Ok(report)
+    }
+
+    /// One frame on the GPU backend, checked as the CPU checks a substep (non-finite values,
+    /// overstretch, flipped triangles) and for particles deeper in the body than
+    /// `failure_penetration_m`. On a failure the particles are as they were and the reason is
+    /// returned: the caller runs the frame on the CPU. A lost device ends the GPU backend.
+    #[cfg(feature = "gpu")]
+    fn gpu_frame(&mut self, dt_frame_s: Real) -> Result<FrameReport, String> {
+        let substeps = self.settings.substeps;
+        let h = dt_frame_s / substeps as Real;
+        let start = self.particles.clone();
+        let t = Instant::now();
+        let gpu = self
+            .gpu
+            .as_mut()
+            .expect("gpu_frame runs with the GPU backend");
+        let stepped = gpu.step_frame(&mut self.particles, h, substeps, self.iterations);
+        self.times.gpu += t.elapsed();
+        let failure = match stepped {
+            Ok(touching) => {
+                let t = Instant::now();
+                let checked = check_substep(
+                    &self.particles,
+                    &self.model,
+                    self.body.as_ref(),
+                    &[],
+                    &self.rest_area2,
+                    &self.settings,
+                    false,
+                );
+                let deepest = (self.gpu.as_ref().and_then(|g| g.grid()))
+                    .map(|grid| {
+                        (self.particles.x.iter())
+                            .filter_map(|&x| grid.sample(x))
+                            .fold(0.0, |m: Real, d| m.max(-d))
+                    })
+                    .unwrap_or(0.0);
+                self.times.check += t.elapsed();
+                match checked {
+                    Ok(_) if deepest > self.settings.failure_penetration_m => {
+                        SubstepFailure::Penetration(deepest).describe()
+                    }
+                    Ok(stretch) => {
+                        self.time_s += dt_frame_s as f64;
+                        self.last_stretch = stretch;
+                        self.frame_contacts = touching;
+                        return Ok(FrameReport {
+                            substeps,
+                            iterations: self.iterations,
+                            contacts: touching,
+                            max_stretch: stretch,
+                            gpu_substeps: substeps,
+                            ..FrameReport::default()
+                        });
+                    }
+                    Err(failure) => failure.describe(),
+                }
+            }
+            Err(e) => {
+                let why = e.to_string();
+                self.leave_gpu(&format!("a failed read-back ({why})"));
+                why
+            }
+        };
+        self.particles = start;
+        self.gpu_dirty();
+        Err(failure)
+    }
+
+    /// One frame on the CPU: the reference solver.
+    fn cpu_frame(&mut self, dt_frame_s: Real) -> Result<FrameReport, SimError> {
         let h = dt_frame_s / self.settings.substeps as Real;
         let mut report = FrameReport {
             iterations: self.iterations,
