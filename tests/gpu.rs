@@ -1,11 +1,56 @@
-//! The GPU backend (issue 37).
+//! The GPU backend (issue 37): the same physics as the CPU solver within stated tolerances, on
+//! the standard scene and a hanging curtain; the CPU takes over, saying why, where the GPU path
+//! lacks something; the distance grid and the shader are checked without a GPU.
+//!
+//! The tests that run on a GPU adapter need one: CI installs Mesa's software Vulkan adapter
+//! (lavapipe) and sets `DRAPE_REQUIRE_GPU=1`, so that a missing adapter fails them there.
+//! Elsewhere, without an adapter, they say so and return.
 
 use std::path::{Path, PathBuf};
 
 use drape::bake::{bake, BakeOptions, BakeResult, LoadedScene};
+use drape::collide::BodyCollider;
+use drape::garment::material::build_cloth;
+use drape::math::{Real, Vec3};
+use drape::mesh::shapes::{grid_cloth, uv_sphere};
+use drape::mesh::Topology;
+use drape::preset::builtin_fabric;
 use drape::scene::demo::write_sphere_drop;
-use drape::solver::Backend;
+use drape::solver::gpu::{colour, DistanceGrid, GpuStep};
+use drape::solver::{Backend, ClothModel, Pin, Solver, SolverSettings, StretchSolve};
 
+/// Whether a GPU adapter is there; panics without one when CI requires it.
+fn adapter_or_skip(test: &str) -> bool {
+    let m = grid_cloth(0.1, 2, 0.0);
+    let c = build_cloth(
+        &m,
+        &Topology::new(&m),
+        &builtin_fabric("cotton_shirting").unwrap(),
+    );
+    let model = ClothModel::from_cloth(m.positions.clone(), c, 0.0, 0.0);
+    let probe = Solver::new(
+        SolverSettings {
+            backend: Backend::Gpu,
+            ..Default::default()
+        },
+        model,
+        None,
+    )
+    .unwrap();
+    if probe.gpu().is_some() {
+        return true;
+    }
+    let mut probe = probe;
+    let why = probe.take_backend_notes().join("; ");
+    if std::env::var_os("DRAPE_REQUIRE_GPU").is_some_and(|v| v == "1") {
+        panic!("{test}: DRAPE_REQUIRE_GPU=1 but the GPU backend did not start: {why}");
+    }
+    eprintln!("{test}: skipped, no GPU backend here ({why})");
+    false
+}
+
+/// The standard scene (sphere-drop, the default fabric, 20 substeps) at `n` × `n`, `frames`
+/// frames.
 fn drop_scene(dir: &Path, n: u32, frames: i32) -> PathBuf {
     let path = write_sphere_drop(dir, n, 0.3, 0.5).unwrap();
     let mut loaded = LoadedScene::load(&path).unwrap();
@@ -14,51 +59,266 @@ fn drop_scene(dir: &Path, n: u32, frames: i32) -> PathBuf {
     path
 }
 
-fn bake_on(scene: &Path, backend: Backend, iterations: u32) -> BakeResult {
+fn bake_on(scene: &Path, backend: Backend, iterations: u32, stretch: StretchSolve) -> BakeResult {
     let mut loaded = LoadedScene::load(scene).unwrap();
     loaded.scene.solver.backend = backend;
     loaded.scene.solver.iterations = iterations;
+    loaded.scene.solver.stretch_solve = stretch;
     bake(&loaded, &BakeOptions::default()).unwrap()
 }
 
+fn mean_height_m(frame: &[Vec3]) -> Real {
+    frame.iter().map(|p| p.y).sum::<Real>() / frame.len() as Real
+}
+
 #[test]
-fn explore() {
-    let dir = tempfile::tempdir().unwrap();
-    let scene = drop_scene(dir.path(), 32, 48);
-    let t = std::time::Instant::now();
-    let cpu = bake_on(&scene, Backend::Cpu, 1);
-    eprintln!("cpu {:?}", t.elapsed());
-    for it in [1, 2, 4, 8] {
-        let t = std::time::Instant::now();
-        let gpu = bake_on(&scene, Backend::Gpu, it);
-        eprintln!("gpu it{it} {:?}", t.elapsed());
-        for (name, r) in [("cpu", &cpu), ("gpu", &gpu)] {
-            let last = r.frames.last().unwrap();
-            let mean_y = last.iter().map(|p| p.y).sum::<f32>() / last.len() as f32;
-            let s = &r.stats;
-            eprintln!(
-                "{name}: mean y {mean_y:.4} max stretch last {:.4} all {:.4} pen {} warnings {:?}",
-                s.per_frame.last().unwrap().max_stretch,
-                s.summary.max_stretch,
-                s.summary.body_penetrations,
-                s.warnings
-            );
-        }
+fn the_distance_grid_of_a_sphere_is_its_signed_distance() {
+    let r = 0.3;
+    let body = BodyCollider::new(&uv_sphere(r, 48, 24)).unwrap();
+    let grid = DistanceGrid::of_body(&body);
+    // The grid reaches past the body by its pad on every side.
+    let far = grid.origin_m + Vec3::splat(grid.cell_m) * (grid.dims[0] as Real - 1.0);
+    assert!(grid.origin_m.x < -r - 0.04 && far.x > r + 0.04, "{grid:?}");
+    let mut worst: Real = 0.0;
+    for k in 0..500 {
+        // Points on a spiral through the band ±1 cm around the surface.
+        let t = k as Real / 500.0;
+        let (theta, phi) = (t * 37.0, (2.0 * t - 1.0).acos());
+        let dir = Vec3::new(phi.sin() * theta.cos(), phi.cos(), phi.sin() * theta.sin());
+        let d = 0.01 * (2.0 * ((k * 7919) % 100) as Real / 100.0 - 1.0);
+        let p = dir * (r + d);
+        // The reference is the collider's own signed distance (the tessellated sphere).
+        let exact = body.closest(p).signed_distance_m;
+        let sampled = grid.sample(p).expect("inside the grid");
+        worst = worst.max((sampled - exact).abs());
+    }
+    // Trilinear on 7 mm cells of a 0.3 m sphere: far under the 5 mm collision thickness.
+    assert!(worst < 5.0e-4, "grid error {worst} m");
+    assert!(grid.sample(Vec3::splat(10.0)).is_none());
+}
+
+#[test]
+fn the_shader_parses_and_validates_without_a_gpu() {
+    let source = include_str!("../src/solver/gpu/step.wgsl");
+    let module = naga::front::wgsl::parse_str(source).unwrap_or_else(|e| {
+        panic!("step.wgsl: {}", e.emit_to_string(source));
+    });
+    naga::valid::Validator::new(
+        naga::valid::ValidationFlags::all(),
+        naga::valid::Capabilities::empty(),
+    )
+    .validate(&module)
+    .unwrap_or_else(|e| panic!("step.wgsl: {}", e.emit_to_string(source)));
+    let entries: Vec<&str> = module
+        .entry_points
+        .iter()
+        .map(|e| e.name.as_str())
+        .collect();
+    for kernel in [
+        "predict",
+        "solve_distance",
+        "solve_strain",
+        "solve_bend",
+        "contacts",
+        "velocities",
+    ] {
+        assert!(entries.contains(&kernel), "{kernel} missing: {entries:?}");
     }
 }
 
 #[test]
-fn explore_colours() {
+fn the_colours_of_a_cloth_never_share_a_particle() {
+    let m = grid_cloth(1.0, 12, 0.0);
+    let topology = Topology::new(&m);
+    let c = build_cloth(&m, &topology, &builtin_fabric("cotton_shirting").unwrap());
+    let n = m.positions.len();
+    let bends: Vec<[u32; 4]> = c.bend.iter().map(|b| b.particles).collect();
+    let (order, ranges) = colour(&bends, n).unwrap();
+    for &(start, count) in &ranges {
+        let mut seen = vec![false; n];
+        for &b in &order[start as usize..(start + count) as usize] {
+            for p in bends[b] {
+                assert!(!seen[p as usize]);
+                seen[p as usize] = true;
+            }
+        }
+    }
+    assert_eq!(order.len(), bends.len());
+}
+
+/// The standard scene at 32 × 32 for 48 frames (2 s: the fall, the impact and the settle).
+/// Against the CPU sweeping edge by edge (the GPU's algorithm, in another order), at 4
+/// iterations: the mean height within 1 %, the last frame's stretch within 1 point, no
+/// penetration. Against the CPU's default line solves, the GPU needs more iterations for the
+/// same stretch: at 8 it is within 1 point of the CPU's 1.
+#[test]
+fn the_gpu_drapes_the_standard_scene_as_the_cpu_does() {
+    if !adapter_or_skip("standard scene") {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let scene = drop_scene(dir.path(), 32, 48);
-    let mut loaded = LoadedScene::load(&scene).unwrap();
-    loaded.scene.solver.backend = Backend::Gpu;
-    let s = loaded.build_solver().unwrap();
-    let g = s.solver.gpu().unwrap();
-    eprintln!(
-        "colours {:?} substeps {} membrane {:?}",
-        g.colours(),
-        loaded.scene.solver.substeps,
-        s.solver.model().membrane
+    let cpu = bake_on(&scene, Backend::Cpu, 4, StretchSolve::Sweep);
+    let gpu = bake_on(&scene, Backend::Gpu, 4, StretchSolve::Sweep);
+    let s = &gpu.stats;
+    assert!(s.backend.starts_with("GPU: "), "{}", s.backend);
+    assert_eq!(
+        s.summary.gpu_substeps,
+        47 * s.substeps,
+        "every frame on the GPU"
     );
+    assert_eq!(s.summary.gpu_fallbacks, 0);
+    assert_eq!(cpu.stats.summary.gpu_substeps, 0);
+    assert!(s.warnings.is_empty(), "{:?}", s.warnings);
+    assert_eq!(s.summary.body_penetrations, 0);
+    assert_eq!(s.summary.rollbacks, 0);
+    let (hc, hg) = (
+        mean_height_m(cpu.frames.last().unwrap()),
+        mean_height_m(gpu.frames.last().unwrap()),
+    );
+    eprintln!(
+        "mean height: CPU {hc:.4} m, GPU {hg:.4} m; last-frame stretch: CPU {:.4}, GPU {:.4}",
+        cpu.stats.per_frame.last().unwrap().max_stretch,
+        s.per_frame.last().unwrap().max_stretch
+    );
+    assert!((hg - hc).abs() < 0.01 * hc.abs(), "CPU {hc} m, GPU {hg} m");
+    let (sc, sg) = (
+        cpu.stats.per_frame.last().unwrap().max_stretch,
+        s.per_frame.last().unwrap().max_stretch,
+    );
+    assert!((sg - sc).abs() < 0.01, "stretch CPU {sc}, GPU {sg}");
+    // It fell onto the sphere and rests on it, not through it: the sheet's middle is on top.
+    assert!(hg > 0.0 && hg < 0.3, "{hg}");
+
+    let default = bake_on(&scene, Backend::Cpu, 1, StretchSolve::Lines);
+    let gpu8 = bake_on(&scene, Backend::Gpu, 8, StretchSolve::Lines);
+    let (sd, s8) = (
+        default.stats.per_frame.last().unwrap().max_stretch,
+        gpu8.stats.per_frame.last().unwrap().max_stretch,
+    );
+    eprintln!("last-frame stretch: CPU lines × 1 {sd:.4}, GPU × 8 {s8:.4}");
+    assert!((s8 - sd).abs() < 0.01, "CPU lines {sd}, GPU × 8 {s8}");
+    assert_eq!(gpu8.stats.summary.body_penetrations, 0);
+}
+
+/// A 0.5 m curtain of cotton pinned along its top edge hangs for 2 s (damping 4/s): its sag on
+/// the GPU is within 1 % of the CPU's edge sweep, at the same iterations.
+#[test]
+fn a_hanging_curtain_sags_on_the_gpu_as_on_the_cpu() {
+    if !adapter_or_skip("curtain") {
+        return;
+    }
+    let mut m = grid_cloth(0.5, 16, 0.0);
+    for p in &mut m.positions {
+        *p = Vec3::new(p.x, -(p.z + 0.25), 0.0);
+    }
+    m.compute_normals();
+    let topology = Topology::new(&m);
+    let c = build_cloth(&m, &topology, &builtin_fabric("cotton_shirting").unwrap());
+    let pins: Vec<Pin> = (0..m.positions.len() as u32)
+        .filter(|&i| m.positions[i as usize].y > -1e-6)
+        .map(|i| Pin {
+            particle: i,
+            target_m: m.positions[i as usize],
+        })
+        .collect();
+    assert_eq!(pins.len(), 16);
+    let hang = |backend| {
+        let settings = SolverSettings {
+            substeps: 10,
+            iterations: 4,
+            stretch_solve: StretchSolve::Sweep,
+            tether_slack: -1.0,
+            backend,
+            ..Default::default()
+        };
+        let model = ClothModel {
+            pins: pins.clone(),
+            ..ClothModel::from_cloth(m.positions.clone(), c.clone(), 4.0, 0.0)
+        };
+        let mut solver = Solver::new(settings, model, None).unwrap();
+        assert_eq!(solver.gpu().is_some(), backend == Backend::Gpu);
+        let mut gpu_substeps = 0;
+        for _ in 0..48 {
+            gpu_substeps += solver.step_frame(1.0 / 24.0).unwrap().gpu_substeps;
+        }
+        let p = solver.particles();
+        for pin in &pins {
+            assert!(p.x[pin.particle as usize].distance(pin.target_m) < 1e-6);
+        }
+        let sag = -p.x.iter().map(|x| x.y).fold(Real::INFINITY, Real::min);
+        (sag, gpu_substeps)
+    };
+    let (cpu, none) = hang(Backend::Cpu);
+    let (gpu, substeps) = hang(Backend::Gpu);
+    eprintln!("curtain sag: CPU {cpu:.5} m, GPU {gpu:.5} m");
+    assert_eq!((none, substeps), (0, 480));
+    assert!(cpu > 0.5 && cpu < 0.52, "{cpu}");
+    assert!((gpu - cpu).abs() < 0.01 * cpu, "CPU {cpu} m, GPU {gpu} m");
+    // The stricter figure: the stretch part of the sag (beyond the 0.5 m rest length), about
+    // 2.4 mm, within a tenth.
+    let (ec, eg) = (cpu - 0.5, gpu - 0.5);
+    assert!(
+        (eg - ec).abs() < 0.1 * ec,
+        "elongation CPU {ec} m, GPU {eg} m"
+    );
+}
+
+/// Where the GPU path lacks something (here self-collision), the bake runs on the CPU, bit for
+/// bit as a CPU bake, and its stats say why.
+#[test]
+fn a_scene_the_gpu_cannot_run_bakes_on_the_cpu_and_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let scene = drop_scene(dir.path(), 12, 6);
+    let run = |backend| {
+        let mut loaded = LoadedScene::load(&scene).unwrap();
+        loaded.scene.solver.backend = backend;
+        loaded.scene.solver.self_collision = true;
+        bake(&loaded, &BakeOptions::default()).unwrap()
+    };
+    let cpu = run(Backend::Cpu);
+    let asked = run(Backend::Gpu);
+    assert_eq!(asked.frames, cpu.frames);
+    assert_eq!(asked.stats.backend, "CPU");
+    assert_eq!(asked.stats.summary.gpu_substeps, 0);
+    let note = asked.stats.warnings.join("\n");
+    assert!(
+        note.contains("self-collision") && note.contains("runs on the CPU"),
+        "{note}"
+    );
+    assert!(!cpu.stats.warnings.iter().any(|w| w.contains("GPU")));
+    // A model the GPU path lacks a constraint kind for is named too.
+    let model = ClothModel {
+        tethers: vec![drape::constraints::Tether {
+            particle: 1,
+            anchor: 0,
+            max_length_m: 1.0,
+        }],
+        ..ClothModel::from_cloth(vec![Vec3::ZERO, Vec3::X], Default::default(), 0.0, 0.0)
+    };
+    let why = GpuStep::supports(&model, &SolverSettings::default(), None, false).unwrap();
+    assert!(why.contains("tethers"), "{why}");
+    assert!(GpuStep::supports(
+        &ClothModel::default(),
+        &SolverSettings::default(),
+        None,
+        true
+    )
+    .unwrap()
+    .contains("moving body"));
+}
+
+/// The backend is a scene setting: `Cpu` is not written, `Gpu` is and reads back.
+#[test]
+fn the_backend_setting_round_trips_and_cpu_is_not_written() {
+    let cpu = ron::to_string(&SolverSettings::default()).unwrap();
+    assert!(!cpu.contains("backend"), "{cpu}");
+    let gpu = SolverSettings {
+        backend: Backend::Gpu,
+        ..Default::default()
+    };
+    let text = ron::to_string(&gpu).unwrap();
+    assert!(text.contains("backend:Gpu"), "{text}");
+    let back: SolverSettings = ron::from_str(&text).unwrap();
+    assert_eq!(back.backend, Backend::Gpu);
 }

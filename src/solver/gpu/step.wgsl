@@ -118,7 +118,25 @@ fn predict(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroup
         p.x = p.goal;
     } else if p.w > 0.0 {
         p.v = p.v + params.gravity * params.h;
-        p.x = p.x + p.v * params.h;
+        var d = p.v * params.h;
+        // Friction on the prediction (the CPU's `predicted_friction`): a particle that touched
+        // the body in the previous substep and is predicted to move into it keeps its
+        // tangential move within μ times the normal one, so resting cloth does not creep.
+        if p.contact_push > 0.0 {
+            let n = p.contact_normal;
+            let dn = dot(d, n);
+            if dn < 0.0 {
+                let dt = d - n * dn;
+                let t_len = length(dt);
+                let budget = p.friction * (-dn);
+                if t_len > budget {
+                    d = n * dn + dt * (budget / t_len);
+                } else {
+                    d = n * dn;
+                }
+            }
+        }
+        p.x = p.x + d;
     }
     p.contact_push = 0.0;
     particles[i] = p;
@@ -318,9 +336,8 @@ fn sample_sdf(p: vec3<f32>) -> vec4<f32> {
 }
 
 // The body contacts of stage 5, one thread per particle: a particle closer to the body than
-// the thickness is pushed out along the distance field's gradient, and the tangential part of
-// its move over the substep is held back by Coulomb friction against that push (static
-// friction while it is within μ·push, kinetic beyond; the body is static).
+// the thickness is pushed out along the distance field's gradient (no friction here: a
+// position-level friction in the sweeps undoes the constraints' tangential corrections).
 @compute @workgroup_size(64)
 fn contacts(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let i = index(gid, nwg);
@@ -340,25 +357,14 @@ fn contacts(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgrou
     }
     let n = grad / glen;
     let push = params.thickness - dist;
-    var x = p.x + n * push;
-    let moved = x - p.x_prev;
-    let tangential = moved - n * dot(moved, n);
-    let t_len = length(tangential);
-    let budget = p.friction * push;
-    if t_len > 0.0 {
-        if t_len <= budget {
-            x = x - tangential;
-        } else {
-            x = x - tangential * (budget / t_len);
-        }
-    }
-    p.x = x;
+    p.x = p.x + n * push;
     p.contact_normal = n;
     p.contact_push = p.contact_push + push;
     particles[i] = p;
 }
 
-// Stage 6, velocities: v = (x − x_prev)/h, then damping v ← v·exp(−c·h).
+// Stage 6, velocities: v = (x − x_prev)/h, Coulomb friction on the particles the contacts
+// pushed (the body is static), then damping v ← v·exp(−c·h).
 @compute @workgroup_size(64)
 fn velocities(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let i = index(gid, nwg);
@@ -366,6 +372,20 @@ fn velocities(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgr
         return;
     }
     var p = particles[i];
-    p.v = (p.x - p.x_prev) / params.h * exp(-p.damping * params.h);
+    var v = (p.x - p.x_prev) / params.h;
+    // Coulomb friction against the contacts' push, at the velocity level.
+    if p.contact_push > 0.0 {
+        let n = p.contact_normal;
+        let vn = dot(v, n);
+        let vt = v - n * vn;
+        let vt_len = length(vt);
+        let dv = p.friction * p.contact_push / params.h;
+        if vt_len > dv {
+            v = n * vn + vt * (1.0 - dv / vt_len);
+        } else {
+            v = n * vn;
+        }
+    }
+    p.v = v * exp(-p.damping * params.h);
     particles[i] = p;
 }
