@@ -59,6 +59,20 @@ pub struct BakeArgs {
     /// ablations).
     #[arg(long)]
     no_neural_fallback: bool,
+    /// Where the substeps run, instead of the scene's `solver.backend`: `cpu` (the reference)
+    /// or `gpu` (wgpu compute; it falls back to the CPU, saying why, when there is no GPU
+    /// adapter or the scene uses what the GPU path lacks).
+    #[arg(long, value_enum)]
+    backend: Option<BackendArg>,
+}
+
+/// `drape bake --backend`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum BackendArg {
+    /// The CPU solver.
+    Cpu,
+    /// The GPU backend.
+    Gpu,
 }
 
 /// Runs `drape bake`.
@@ -74,6 +88,10 @@ pub fn run(args: BakeArgs) -> Result<(), String> {
             exclude_joints: args.exclude_joints,
             neural: args.neural,
             no_neural_fallback: args.no_neural_fallback,
+            backend: args.backend.map(|b| match b {
+                BackendArg::Cpu => drape::solver::Backend::Cpu,
+                BackendArg::Gpu => drape::solver::Backend::Gpu,
+            }),
         },
         args.stats.as_deref(),
         &Extras {
@@ -127,6 +145,8 @@ struct SolverOverrides {
     neural: Option<String>,
     /// The hybrid's fallback layer off.
     no_neural_fallback: bool,
+    /// Where the substeps run.
+    backend: Option<drape::solver::Backend>,
 }
 
 impl SolverOverrides {
@@ -164,6 +184,9 @@ impl SolverOverrides {
         }
         if let Some(n) = self.iterations {
             settings.iterations = n;
+        }
+        if let Some(b) = self.backend {
+            settings.backend = b;
         }
         match self.neural.as_deref() {
             Some("off") => settings.neural = None,
@@ -243,6 +266,13 @@ fn run_bake(
     let result = bake(&loaded, &options).map_err(|e| e.to_string())?;
     if let Some(bar) = &bar {
         bar.finish_and_clear();
+    }
+    // What the bake found beyond the load's warnings (the backend's notes among them).
+    for w in (result.stats.warnings.iter()).filter(|w| !loaded.warnings.contains(w)) {
+        eprintln!("warning: {w}");
+    }
+    if loaded.scene.solver.backend != drape::solver::Backend::Cpu {
+        eprintln!("solver backend: {}", result.stats.backend);
     }
     write_outputs(&loaded, &result, out, stats, extras)
 }

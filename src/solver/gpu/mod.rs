@@ -143,7 +143,8 @@ struct GpuParams {
     sdf_dims: [u32; 3],
     particles: u32,
     thickness: f32,
-    pad: [f32; 3],
+    stretch_relaxation: f32,
+    pad: [f32; 2],
 }
 
 #[repr(C)]
@@ -498,6 +499,7 @@ impl GpuStep {
             gravity: settings.gravity_m_per_s2,
             particles: n as u32,
             thickness: settings.collision_thickness_m,
+            stretch_relaxation: settings.stretch_relaxation,
             ..Default::default()
         };
         let sdf: Vec<f32> = match &grid {

@@ -68,7 +68,8 @@ struct Params {
     particles: u32,
     // Collision thickness (m): how far outside the body the cloth is held.
     thickness: f32,
-    pad0: f32,
+    // Over-relaxation of the stretch (the settings' `stretch_relaxation`, 1 = none).
+    stretch_relaxation: f32,
     pad1: f32,
     pad2: f32,
 }
@@ -170,7 +171,8 @@ fn solve_distance(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_wo
     let n = d / len;
     let li = batch.lambda_base + batch.start + k;
     let h = params.h;
-    let dl = delta_lambda(len - c.rest, wa + wb, c.compliance / (h * h), lambda[li]);
+    let dl = params.stretch_relaxation
+        * delta_lambda(len - c.rest, wa + wb, c.compliance / (h * h), lambda[li]);
     lambda[li] = lambda[li] + dl;
     particles[c.a].x = pa + n * (wa * dl);
     particles[c.b].x = pb - n * (wb * dl);
