@@ -185,6 +185,9 @@ pub struct DrapeApp {
     pub solver_stretch_compliance_m_per_n: Option<Real>,
     /// How many span limits the solver holds, as the worker last reported it.
     pub solver_span_limits: Option<usize>,
+    /// Where the live solver's substeps run ("CPU", or "GPU: " and the adapter), once the
+    /// worker has built it.
+    pub solver_backend: Option<String>,
     /// Waiting for an answer about unsaved changes.
     pub pending: Option<Pending>,
     /// Where the 3D viewport was last laid out (points).
@@ -270,6 +273,7 @@ impl DrapeApp {
             pattern: None,
             solver_stretch_compliance_m_per_n: None,
             solver_span_limits: None,
+            solver_backend: None,
             pending: None,
             viewport_rect: None,
             paint: None,
@@ -1260,10 +1264,16 @@ impl DrapeApp {
                 Event::Model {
                     mean_stretch_compliance_m_per_n,
                     span_limits,
+                    backend,
+                    backend_notes,
                     ..
                 } => {
                     self.solver_stretch_compliance_m_per_n = Some(mean_stretch_compliance_m_per_n);
                     self.solver_span_limits = Some(span_limits);
+                    if let Some(note) = backend_notes.last() {
+                        self.status = note.clone();
+                    }
+                    self.solver_backend = Some(backend);
                 }
                 Event::BakeProgress { generation, .. } | Event::BakeFinished(generation, _)
                     if generation != self.generation => {}

@@ -530,6 +530,19 @@ fn advanced_solver_properties(ui: &mut egui::Ui, s: &mut crate::solver::SolverSe
                 a.max_iterations = a.max_iterations.max(a.min_iterations);
             }
             hybrid_properties(ui, s);
+            ui.label("Backend");
+            ui.horizontal(|ui| {
+                use crate::solver::Backend;
+                ui.selectable_value(&mut s.backend, Backend::Cpu, "CPU")
+                    .on_hover_text("The reference solver, with every constraint kind and check.");
+                ui.selectable_value(&mut s.backend, Backend::Gpu, "GPU").on_hover_text(
+                    "The substeps on the GPU (wgpu compute): stretch, shear, bending, pins and \
+                     a static body. A scene with what it lacks (a moving body, tethers, \
+                     attachments, self-collision), or a machine without a GPU, runs on the CPU, \
+                     and the status bar says why (docs/solver.md, The GPU backend).",
+                );
+            });
+            ui.end_row();
             ui.label("Span limits");
             let mut on = s.span_limit_slack >= 0.0;
             if ui
@@ -709,6 +722,10 @@ fn status_bar(app: &mut DrapeApp, ui: &mut egui::Ui) {
         ui.separator();
         ui.label(format!("rollbacks {}", s.rollbacks));
         ui.separator();
+        if let Some(backend) = &app.solver_backend {
+            ui.label(format!("solver on {backend}"));
+            ui.separator();
+        }
         ui.label(&app.status);
     });
 }

@@ -94,6 +94,10 @@ pub enum Event {
         mean_stretch_compliance_m_per_n: Real,
         /// How many span limits the model holds.
         span_limits: usize,
+        /// Where the substeps run: "CPU", or "GPU: " and the adapter.
+        backend: String,
+        /// Why the solver does not run where the settings ask (empty when it does).
+        backend_notes: Vec<String>,
     },
     /// Bake progress.
     BakeProgress {
@@ -329,16 +333,19 @@ impl State {
         }
     }
 
-    fn announce_model(&self) {
-        if let Some(sim) = &self.sim {
+    fn announce_model(&mut self) {
+        if let Some(sim) = self.sim.as_mut() {
             let stretch = &sim.solver.model().stretch;
             let mean = stretch.iter().map(|c| c.compliance_m_per_n).sum::<Real>()
                 / stretch.len().max(1) as Real;
-            self.send(Event::Model {
+            let event = Event::Model {
                 settings: sim.solver.settings().clone(),
                 mean_stretch_compliance_m_per_n: mean,
                 span_limits: sim.solver.model().span_limits.len(),
-            });
+                backend: sim.solver.backend_name(),
+                backend_notes: sim.solver.take_backend_notes(),
+            };
+            self.send(event);
         }
     }
 
