@@ -117,6 +117,7 @@ fn the_shader_parses_and_validates_without_a_gpu() {
     for kernel in [
         "predict",
         "solve_distance",
+        "solve_line",
         "solve_strain",
         "solve_bend",
         "contacts",
@@ -146,11 +147,12 @@ fn the_colours_of_a_cloth_never_share_a_particle() {
     assert_eq!(order.len(), bends.len());
 }
 
-/// The standard scene at 32 × 32 for 48 frames (2 s: the fall, the impact and the settle).
-/// Against the CPU sweeping edge by edge (the GPU's algorithm, in another order), at 4
-/// iterations: the mean height within 1 %, the last frame's stretch within 1 point, no
-/// penetration. Against the CPU's default line solves, the GPU needs more iterations for the
-/// same stretch: at 8 it is within 1 point of the CPU's 1.
+/// The standard scene at 32 × 32 for 48 frames (2 s: the fall, the impact and the settle),
+/// on each backend with the same settings: the scene's own (the line solves, 1 iteration),
+/// and the stretch swept edge by edge at 4 iterations (the GPU's edges in colours, the CPU's in
+/// its own order). The mean height within 1 %, the last frame's max stretch within 1 point,
+/// the peak over the bake within 2 (4 edge by edge), no penetration, no rollback, every
+/// substep on the GPU.
 #[test]
 fn the_gpu_drapes_the_standard_scene_as_the_cpu_does() {
     if !adapter_or_skip("standard scene") {
@@ -158,51 +160,51 @@ fn the_gpu_drapes_the_standard_scene_as_the_cpu_does() {
     }
     let dir = tempfile::tempdir().unwrap();
     let scene = drop_scene(dir.path(), 32, 48);
-    let cpu = bake_on(&scene, Backend::Cpu, 4, StretchSolve::Sweep);
-    let gpu = bake_on(&scene, Backend::Gpu, 4, StretchSolve::Sweep);
-    let s = &gpu.stats;
-    assert!(s.backend.starts_with("GPU: "), "{}", s.backend);
-    assert_eq!(
-        s.summary.gpu_substeps,
-        47 * s.substeps,
-        "every frame on the GPU"
-    );
-    assert_eq!(s.summary.gpu_fallbacks, 0);
-    assert_eq!(cpu.stats.summary.gpu_substeps, 0);
-    assert!(s.warnings.is_empty(), "{:?}", s.warnings);
-    assert_eq!(s.summary.body_penetrations, 0);
-    assert_eq!(s.summary.rollbacks, 0);
-    let (hc, hg) = (
-        mean_height_m(cpu.frames.last().unwrap()),
-        mean_height_m(gpu.frames.last().unwrap()),
-    );
-    eprintln!(
-        "mean height: CPU {hc:.4} m, GPU {hg:.4} m; last-frame stretch: CPU {:.4}, GPU {:.4}",
-        cpu.stats.per_frame.last().unwrap().max_stretch,
-        s.per_frame.last().unwrap().max_stretch
-    );
-    assert!((hg - hc).abs() < 0.01 * hc.abs(), "CPU {hc} m, GPU {hg} m");
-    let (sc, sg) = (
-        cpu.stats.per_frame.last().unwrap().max_stretch,
-        s.per_frame.last().unwrap().max_stretch,
-    );
-    assert!((sg - sc).abs() < 0.01, "stretch CPU {sc}, GPU {sg}");
-    // It fell onto the sphere and rests on it, not through it: the sheet's middle is on top.
-    assert!(hg > 0.0 && hg < 0.3, "{hg}");
-
-    let default = bake_on(&scene, Backend::Cpu, 1, StretchSolve::Lines);
-    let gpu8 = bake_on(&scene, Backend::Gpu, 8, StretchSolve::Lines);
-    let (sd, s8) = (
-        default.stats.per_frame.last().unwrap().max_stretch,
-        gpu8.stats.per_frame.last().unwrap().max_stretch,
-    );
-    eprintln!("last-frame stretch: CPU lines × 1 {sd:.4}, GPU × 8 {s8:.4}");
-    assert!((s8 - sd).abs() < 0.01, "CPU lines {sd}, GPU × 8 {s8}");
-    assert_eq!(gpu8.stats.summary.body_penetrations, 0);
+    // The edge sweep's peak, at the impact, depends on the order of the edges: 9.4 % on the
+    // CPU against 12.4 % in the GPU's colours.
+    for (iterations, solve, peak) in [
+        (1, StretchSolve::Lines, 0.02),
+        (4, StretchSolve::Sweep, 0.04),
+    ] {
+        let cpu = bake_on(&scene, Backend::Cpu, iterations, solve);
+        let gpu = bake_on(&scene, Backend::Gpu, iterations, solve);
+        let s = &gpu.stats;
+        assert!(s.backend.starts_with("GPU: "), "{}", s.backend);
+        assert_eq!(
+            s.summary.gpu_substeps,
+            47 * s.substeps,
+            "every frame on the GPU"
+        );
+        assert_eq!(s.summary.gpu_fallbacks, 0);
+        assert_eq!(cpu.stats.summary.gpu_substeps, 0);
+        assert!(s.warnings.is_empty(), "{:?}", s.warnings);
+        assert_eq!(s.summary.body_penetrations, 0);
+        assert_eq!(s.summary.rollbacks, 0);
+        let (hc, hg) = (
+            mean_height_m(cpu.frames.last().unwrap()),
+            mean_height_m(gpu.frames.last().unwrap()),
+        );
+        let last = |r: &BakeResult| r.stats.per_frame.last().unwrap().max_stretch;
+        let (sc, sg) = (last(&cpu), last(&gpu));
+        let (pc, pg) = (cpu.stats.summary.max_stretch, s.summary.max_stretch);
+        eprintln!(
+            "{solve:?} × {iterations}: mean height CPU {hc:.4} m, GPU {hg:.4} m; last-frame \
+             stretch CPU {sc:.4}, GPU {sg:.4}; peak CPU {pc:.4}, GPU {pg:.4}"
+        );
+        assert!((hg - hc).abs() < 0.01 * hc.abs(), "CPU {hc} m, GPU {hg} m");
+        assert!(
+            (sg - sc).abs() < 0.01,
+            "last-frame stretch CPU {sc}, GPU {sg}"
+        );
+        assert!((pg - pc).abs() < peak, "peak stretch CPU {pc}, GPU {pg}");
+        // It fell onto the sphere and rests on it, not through it.
+        assert!(hg > 0.0 && hg < 0.3, "{hg}");
+    }
 }
 
 /// A 0.5 m curtain of cotton pinned along its top edge hangs for 2 s (damping 4/s): its sag on
-/// the GPU is within 1 % of the CPU's edge sweep, at the same iterations.
+/// the GPU is within 1 % of the CPU's with the same settings, edge by edge and line by line,
+/// and the stretch part of it within a tenth.
 #[test]
 fn a_hanging_curtain_sags_on_the_gpu_as_on_the_cpu() {
     if !adapter_or_skip("curtain") {
@@ -223,11 +225,11 @@ fn a_hanging_curtain_sags_on_the_gpu_as_on_the_cpu() {
         })
         .collect();
     assert_eq!(pins.len(), 16);
-    let hang = |backend| {
+    let hang = |backend, stretch_solve| {
         let settings = SolverSettings {
             substeps: 10,
             iterations: 4,
-            stretch_solve: StretchSolve::Sweep,
+            stretch_solve,
             tether_slack: -1.0,
             backend,
             ..Default::default()
@@ -249,19 +251,21 @@ fn a_hanging_curtain_sags_on_the_gpu_as_on_the_cpu() {
         let sag = -p.x.iter().map(|x| x.y).fold(Real::INFINITY, Real::min);
         (sag, gpu_substeps)
     };
-    let (cpu, none) = hang(Backend::Cpu);
-    let (gpu, substeps) = hang(Backend::Gpu);
-    eprintln!("curtain sag: CPU {cpu:.5} m, GPU {gpu:.5} m");
-    assert_eq!((none, substeps), (0, 480));
-    assert!(cpu > 0.5 && cpu < 0.52, "{cpu}");
-    assert!((gpu - cpu).abs() < 0.01 * cpu, "CPU {cpu} m, GPU {gpu} m");
-    // The stricter figure: the stretch part of the sag (beyond the 0.5 m rest length), about
-    // 2.4 mm, within a tenth.
-    let (ec, eg) = (cpu - 0.5, gpu - 0.5);
-    assert!(
-        (eg - ec).abs() < 0.1 * ec,
-        "elongation CPU {ec} m, GPU {eg} m"
-    );
+    for solve in [StretchSolve::Sweep, StretchSolve::Lines] {
+        let (cpu, none) = hang(Backend::Cpu, solve);
+        let (gpu, substeps) = hang(Backend::Gpu, solve);
+        eprintln!("curtain sag, {solve:?}: CPU {cpu:.5} m, GPU {gpu:.5} m");
+        assert_eq!((none, substeps), (0, 480));
+        assert!(cpu > 0.5 && cpu < 0.52, "{cpu}");
+        assert!((gpu - cpu).abs() < 0.01 * cpu, "CPU {cpu} m, GPU {gpu} m");
+        // The stricter figure: the stretch part of the sag (beyond the 0.5 m rest length),
+        // about 2.4 mm, within a tenth.
+        let (ec, eg) = (cpu - 0.5, gpu - 0.5);
+        assert!(
+            (eg - ec).abs() < 0.1 * ec,
+            "elongation CPU {ec} m, GPU {eg} m"
+        );
+    }
 }
 
 /// Where the GPU path lacks something (here self-collision), the bake runs on the CPU, bit for

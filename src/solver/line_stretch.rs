@@ -298,6 +298,25 @@ impl LineStretch {
         self.families.len()
     }
 
+    /// The lines as the GPU backend takes them: per line `[first_vertex, first_edge, edges,
+    /// cyclic]` (indices into [`Self::vertices`] and the sorted edge list), family after
+    /// family.
+    pub fn line_table(&self) -> Vec<[u32; 4]> {
+        (self.lines.iter())
+            .map(|l| [l.first_vertex, l.first_edge, l.edges, u32::from(l.cyclic)])
+            .collect()
+    }
+
+    /// The particles of all lines, line after line (`k + 1` for a line of `k` edges).
+    pub fn vertices(&self) -> &[u32] {
+        &self.vertices
+    }
+
+    /// The families: ranges of the lines that share no particle.
+    pub fn families(&self) -> &[(usize, usize)] {
+        &self.families
+    }
+
     /// One exact XPBD Newton step per line, family after family (in reverse order when
     /// `reverse`): moves `x` (m) and accumulates `lambda` (one per edge); `w` are the inverse
     /// masses (1/kg); `pass` gives the substep `h` (s).

@@ -1561,6 +1561,7 @@ impl Solver {
             &self.particles,
             &self.settings,
             self.body.as_ref(),
+            (self.settings.stretch_solve == StretchSolve::Lines).then_some(&self.line_stretch),
         ) {
             Ok(step) => {
                 log::info!("solver on the GPU: {}", step.adapter());

@@ -36,6 +36,7 @@ use wgpu::util::DeviceExt;
 use crate::collide::BodyCollider;
 use crate::math::{Real, Vec3};
 
+use super::line_stretch::LineStretch;
 use super::{ClothModel, Membrane, Particles, SolverSettings};
 
 /// Threads per workgroup of every kernel (`@workgroup_size(64)` in `step.wgsl`).
@@ -47,7 +48,7 @@ const MAX_WORKGROUPS_X: u32 = 65_535;
 /// WebGPU allows.
 const BATCH_STRIDE: u64 = 256;
 /// Storage buffers bound per kernel (`step.wgsl`'s group 0).
-const STORAGE_BUFFERS: u32 = 6;
+const STORAGE_BUFFERS: u32 = 8;
 /// The most colours one constraint kind may need (the greedy colouring's bit mask).
 pub const MAX_COLOURS: usize = 64;
 
@@ -144,6 +145,17 @@ struct GpuParams {
     particles: u32,
     thickness: f32,
     stretch_relaxation: f32,
+    line_vertices_at: u32,
+    pad: u32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
+struct GpuLineSlot {
+    n: [f32; 3],
+    diag: f32,
+    rhs: f32,
+    upper: f32,
     pad: [f32; 2],
 }
 
@@ -293,6 +305,8 @@ pub struct GpuStep {
     strains: Colours,
     bends: Colours,
     has_body: bool,
+    /// Extra passes of the line solves after the shear and bending (0 edge by edge).
+    line_passes: u32,
     /// The host copy of the particles as the GPU last had them (targets and material values
     /// included).
     host: Vec<GpuParticle>,
@@ -353,11 +367,16 @@ impl GpuStep {
 
     /// Sets up the device, the kernels and the state for `model` at `particles`, against
     /// `body` at its current pose.
+    ///
+    /// With `lines` (the CPU's [`LineStretch`] of `model.stretch`, whose edges it sorted),
+    /// the stretch is solved line by line as on the CPU, a thread per line of a family;
+    /// without, edge by edge in colours.
     pub fn new(
         model: &ClothModel,
         particles: &Particles,
         settings: &SolverSettings,
         body: Option<&BodyCollider>,
+        lines: Option<&LineStretch>,
     ) -> Result<Self, GpuError> {
         if let Some(why) = Self::supports(model, settings, body, false) {
             return Err(GpuError::Unsupported(why));
@@ -432,8 +451,24 @@ impl GpuStep {
             Membrane::Edges => &model.stretch,
             Membrane::Triangles => &[],
         };
+        let lines = lines.filter(|l| l.line_count() > 0 && !projected_stretch.is_empty());
         let pairs: Vec<[u32; 2]> = projected_stretch.iter().map(|c| c.particles).collect();
-        let (order, ranges) = colour(&pairs, n).ok_or_else(|| too_many("stretch"))?;
+        let (order, ranges) = match lines {
+            // The edges stay in the lines' order; the batches are the families.
+            Some(l) => (
+                (0..pairs.len()).collect(),
+                (l.families().iter())
+                    .map(|&(a, b)| (a as u32, (b - a) as u32))
+                    .collect(),
+            ),
+            None => colour(&pairs, n).ok_or_else(|| too_many("stretch"))?,
+        };
+        let mut line_data: Vec<u32> = Vec::new();
+        if let Some(l) = lines {
+            line_data.extend(l.line_table().iter().flatten());
+            line_data.extend_from_slice(l.vertices());
+        }
+        let line_vertices_at = lines.map_or(0, |l| 4 * l.line_count() as u32);
         let distances: Vec<GpuDistance> = (order.iter())
             .map(|&i| {
                 let c = &projected_stretch[i];
@@ -500,6 +535,7 @@ impl GpuStep {
             particles: n as u32,
             thickness: settings.collision_thickness_m,
             stretch_relaxation: settings.stretch_relaxation,
+            line_vertices_at,
             ..Default::default()
         };
         let sdf: Vec<f32> = match &grid {
@@ -536,6 +572,15 @@ impl GpuStep {
             ro | wgpu::BufferUsages::COPY_DST,
         );
         let sdf_buf = storage("sdf", bytemuck::cast_slice(&sdf), ro);
+        let line_buf = storage("lines", bytemuck::cast_slice(&line_data), ro);
+        let slot_buf = storage(
+            "line slots",
+            bytemuck::cast_slice(&vec![
+                GpuLineSlot::default();
+                if lines.is_some() { distances.len() } else { 0 }
+            ]),
+            ro,
+        );
         let params_buf = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
             label: Some("params"),
             contents: bytemuck::bytes_of(&params),
@@ -583,6 +628,8 @@ impl GpuStep {
                 entry(4, rw, false),
                 entry(5, r, false),
                 entry(6, u, false),
+                entry(7, r, false),
+                entry(8, rw, false),
             ],
         });
         let batch_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
@@ -597,6 +644,8 @@ impl GpuStep {
             &lambda_buf,
             &sdf_buf,
             &params_buf,
+            &line_buf,
+            &slot_buf,
         ];
         let entries: Vec<wgpu::BindGroupEntry> = (buffers.iter().enumerate())
             .map(|(i, b)| wgpu::BindGroupEntry {
@@ -642,7 +691,11 @@ impl GpuStep {
         };
         let pipelines = [
             "predict",
-            "solve_distance",
+            if lines.is_some() {
+                "solve_line"
+            } else {
+                "solve_distance"
+            },
             "solve_strain",
             "solve_bend",
             "contacts",
@@ -677,6 +730,11 @@ impl GpuStep {
             strains: strain_colours,
             bends: bend_colours,
             has_body: grid.is_some(),
+            line_passes: if lines.is_some() {
+                settings.line_passes
+            } else {
+                0
+            },
             host,
             dirty: false,
             grid,
@@ -752,11 +810,18 @@ impl GpuStep {
             pass.set_bind_group(0, &self.state, &[]);
             for _ in 0..iterations {
                 for backward in [false, true] {
-                    for (pipeline, colours) in [
+                    // With the line solves, the lines again `line_passes` times after the
+                    // shear and bending (the CPU's order, docs/solver.md "Line passes").
+                    let kinds = [
                         (&self.distance, self.distances),
                         (&self.strain, self.strains),
                         (&self.bend, self.bends),
-                    ] {
+                    ];
+                    let again = std::iter::repeat_n(kinds[0], self.line_passes as usize);
+                    for (pipeline, colours) in kinds.into_iter().chain(again) {
+                        if colours.count == 0 {
+                            continue;
+                        }
                         pass.set_pipeline(pipeline);
                         let mut batches: Vec<usize> =
                             (colours.first..colours.first + colours.count).collect();

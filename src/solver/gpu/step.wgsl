@@ -70,8 +70,20 @@ struct Params {
     thickness: f32,
     // Over-relaxation of the stretch (the settings' `stretch_relaxation`, 1 = none).
     stretch_relaxation: f32,
+    // Where the lines' particle list starts in `line_data` (after 4 words per line).
+    line_vertices_at: u32,
+    pad2: u32,
+}
+
+// One edge of a line in its tridiagonal system (constraints.rs, line_stretch.rs): the
+// direction, the pivot, the right-hand side (then Δλ) and the coupling to the next edge.
+struct LineSlot {
+    n: vec3<f32>,
+    diag: f32,
+    rhs: f32,
+    upper: f32,
+    pad0: f32,
     pad1: f32,
-    pad2: f32,
 }
 
 // One dispatch's batch: the constraints `start .. start + count` of a list, and where their
@@ -90,6 +102,9 @@ struct Batch {
 @group(0) @binding(4) var<storage, read_write> lambda: array<f32>;
 @group(0) @binding(5) var<storage, read> sdf: array<f32>;
 @group(0) @binding(6) var<uniform> params: Params;
+// Per line [first_vertex, first_edge, edges, cyclic], then the lines' particles.
+@group(0) @binding(7) var<storage, read> line_data: array<u32>;
+@group(0) @binding(8) var<storage, read_write> line_slots: array<LineSlot>;
 @group(1) @binding(0) var<uniform> batch: Batch;
 
 const WORKGROUP: u32 = 64u;
@@ -234,6 +249,82 @@ fn solve_strain(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_work
     particles[s.i0].x = p0 + g0 * (w0 * dl);
     particles[s.i1].x = p1 + g1 * (w1 * dl);
     particles[s.i2].x = p2 + g2 * (w2 * dl);
+}
+
+// The stretch line by line (src/solver/line_stretch.rs), one thread per line of a family (the
+// lines of a family share no particle): the line's edges' XPBD system
+// (J M⁻¹ Jᵀ + α̃) Δλ = −C − α̃ λ is tridiagonal and solved exactly (Thomas), and every edge
+// moves its ends by its own impulse. A closed loop is solved as an open line here (its last
+// edge's coupling to its first is left out); the CPU solves it whole.
+@compute @workgroup_size(64)
+fn solve_line(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let k = index(gid, nwg);
+    if k >= batch.count {
+        return;
+    }
+    let line = batch.start + k;
+    let vbase = params.line_vertices_at + line_data[4u * line];
+    let e0 = line_data[4u * line + 1u];
+    let m = line_data[4u * line + 2u];
+    if m == 0u {
+        return;
+    }
+    let inv_h2 = 1.0 / (params.h * params.h);
+    // Assemble at the positions before any move, eliminating forward as it goes.
+    var prev_n = vec3<f32>(0.0);
+    var prev_diag = 1.0;
+    var prev_rhs = 0.0;
+    for (var j = 0u; j < m; j = j + 1u) {
+        let p = line_data[vbase + j];
+        let q = line_data[vbase + j + 1u];
+        let e = distances[e0 + j];
+        let d = particles[p].x - particles[q].x;
+        let len2 = dot(d, d);
+        var slot: LineSlot;
+        slot.n = vec3<f32>(0.0);
+        slot.diag = 1.0;
+        slot.rhs = 0.0;
+        slot.upper = 0.0;
+        let at = e.compliance * inv_h2;
+        let a = particles[p].w + particles[q].w + at;
+        if len2 >= DEGENERATE_LENGTH_SQ && a > 0.0 {
+            let len = sqrt(len2);
+            slot.n = d / len;
+            slot.diag = a;
+            slot.rhs = -(len - e.rest) - at * lambda[e0 + j];
+        }
+        if j > 0u {
+            // The coupling of edge j − 1 to edge j through their shared particle p.
+            let upper = -particles[p].w * dot(prev_n, slot.n);
+            line_slots[e0 + j - 1u].upper = upper;
+            let f = upper / prev_diag;
+            slot.diag = slot.diag - f * upper;
+            slot.rhs = slot.rhs - f * prev_rhs;
+        }
+        line_slots[e0 + j] = slot;
+        prev_n = slot.n;
+        prev_diag = slot.diag;
+        prev_rhs = slot.rhs;
+    }
+    // Back substitution: rhs becomes Δλ.
+    var next = line_slots[e0 + m - 1u].rhs / line_slots[e0 + m - 1u].diag;
+    line_slots[e0 + m - 1u].rhs = next;
+    for (var j = i32(m) - 2; j >= 0; j = j - 1) {
+        let s = line_slots[e0 + u32(j)];
+        next = (s.rhs - s.upper * next) / s.diag;
+        line_slots[e0 + u32(j)].rhs = next;
+    }
+    for (var j = 0u; j < m; j = j + 1u) {
+        let s = line_slots[e0 + j];
+        if s.rhs == 0.0 || dot(s.n, s.n) == 0.0 {
+            continue;
+        }
+        let p = line_data[vbase + j];
+        let q = line_data[vbase + j + 1u];
+        particles[p].x = particles[p].x + s.n * (particles[p].w * s.rhs);
+        particles[q].x = particles[q].x - s.n * (particles[q].w * s.rhs);
+        lambda[e0 + j] = lambda[e0 + j] + s.rhs;
+    }
 }
 
 fn wrap_angle(a: f32) -> f32 {
