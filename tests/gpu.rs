@@ -6,6 +6,8 @@
 //! (lavapipe) and sets `DRAPE_REQUIRE_GPU=1`, so that a missing adapter fails them there.
 //! Elsewhere, without an adapter, they say so and return.
 
+#![cfg(feature = "gpu")]
+
 use std::path::{Path, PathBuf};
 
 use drape::bake::{bake, BakeOptions, BakeResult, LoadedScene};

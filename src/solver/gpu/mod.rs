@@ -242,13 +242,14 @@ impl DistanceGrid {
     }
 }
 
+/// A colouring: the constraints' order sorted by colour, and each colour's `(start, count)`
+/// in it.
+pub type Colouring = (Vec<usize>, Vec<(u32, u32)>);
+
 /// Greedy colouring: a colour per constraint such that no two constraints of one colour share
 /// a particle; returns the order of the constraints sorted by colour and each colour's
 /// `(start, count)` in it. `None` when more than [`MAX_COLOURS`] colours are needed.
-pub fn colour<const N: usize>(
-    constraints: &[[u32; N]],
-    particles: usize,
-) -> Option<(Vec<usize>, Vec<(u32, u32)>)> {
+pub fn colour<const N: usize>(constraints: &[[u32; N]], particles: usize) -> Option<Colouring> {
     let mut used = vec![0u64; particles];
     let mut colour_of = Vec::with_capacity(constraints.len());
     let mut counts = [0u32; MAX_COLOURS];
