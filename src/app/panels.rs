@@ -536,10 +536,11 @@ fn advanced_solver_properties(ui: &mut egui::Ui, s: &mut crate::solver::SolverSe
                 ui.selectable_value(&mut s.backend, Backend::Cpu, "CPU")
                     .on_hover_text("The reference solver, with every constraint kind and check.");
                 ui.selectable_value(&mut s.backend, Backend::Gpu, "GPU").on_hover_text(
-                    "The substeps on the GPU (wgpu compute): stretch, shear, bending, pins and \
-                     a static body. A scene with what it lacks (a moving body, tethers, \
-                     attachments, self-collision), or a machine without a GPU, runs on the CPU, \
-                     and the status bar says why (docs/solver.md, The GPU backend).",
+                    "The substeps on the GPU (wgpu compute): stretch, shear, bending, pins, \
+                     tethers and a static body. A scene with what it lacks (a moving body, \
+                     attachments, span limits, self-collision), or a machine without a GPU, \
+                     runs on the CPU, and the status bar says why (docs/solver.md, The GPU \
+                     backend).",
                 );
             });
             ui.end_row();

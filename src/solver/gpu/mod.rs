@@ -291,6 +291,7 @@ pub struct GpuStep {
     adapter: String,
     predict: wgpu::ComputePipeline,
     distance: wgpu::ComputePipeline,
+    tether: wgpu::ComputePipeline,
     strain: wgpu::ComputePipeline,
     bend: wgpu::ComputePipeline,
     contacts: wgpu::ComputePipeline,
@@ -303,6 +304,7 @@ pub struct GpuStep {
     readback: wgpu::Buffer,
     batches: Vec<GpuBatch>,
     distances: Colours,
+    tethers: Colours,
     strains: Colours,
     bends: Colours,
     has_body: bool,
@@ -348,8 +350,11 @@ impl GpuStep {
         if !model.attach.is_empty() {
             return lacks("soft attachments");
         }
-        if !model.tethers.is_empty() {
-            return lacks("tethers");
+        if (model.tethers.iter()).any(|t| {
+            model.mass_kg.get(t.anchor as usize) != Some(&0.0)
+                && !model.pins.iter().any(|p| p.particle == t.anchor)
+        }) {
+            return lacks("tethers to a particle that is not pinned");
         }
         if !model.span_limits.is_empty() {
             return lacks("span limits");
@@ -357,8 +362,9 @@ impl GpuStep {
         if !model.seams.is_empty() {
             return lacks("seams");
         }
-        if !model.body_bindings.is_empty() {
-            return lacks("pins bound to the body");
+        // Pins bound to a static body keep the targets the model gave them.
+        if moving_body && !model.body_bindings.is_empty() {
+            return lacks("pins bound to a moving body");
         }
         if settings.self_collision {
             return lacks("self-collision");
@@ -482,6 +488,25 @@ impl GpuStep {
             })
             .collect();
         let distance_colours = push_colours(&ranges, 0);
+        // The tethers after the stretch edges, coloured by their free particle.
+        let singles: Vec<[u32; 1]> = model.tethers.iter().map(|t| [t.particle]).collect();
+        let (order, ranges) = colour(&singles, n).ok_or_else(|| too_many("tether"))?;
+        let tethers: Vec<GpuDistance> = (order.iter())
+            .map(|&i| {
+                let t = &model.tethers[i];
+                GpuDistance {
+                    a: t.particle,
+                    b: t.anchor,
+                    rest: t.max_length_m,
+                    compliance: 0.0,
+                }
+            })
+            .collect();
+        let stretch_edges = distances.len() as u32;
+        let shifted: Vec<(u32, u32)> = (ranges.iter())
+            .map(|&(start, count)| (start + stretch_edges, count))
+            .collect();
+        let lambda_of_tethers = |lambdas: u32| lambdas - stretch_edges;
         let triples: Vec<[u32; 3]> = model.shear.iter().map(|c| c.particles).collect();
         let (order, ranges) = colour(&triples, n).ok_or_else(|| too_many("shear"))?;
         let strains: Vec<GpuStrain> = (order.iter())
@@ -515,7 +540,13 @@ impl GpuStep {
             })
             .collect();
         let bend_colours = push_colours(&ranges, (distances.len() + strains.len()) as u32);
-        let lambdas = distances.len() + strains.len() + bends.len();
+        let tether_colours = push_colours(
+            &shifted,
+            lambda_of_tethers((distances.len() + strains.len() + bends.len()) as u32),
+        );
+        let lambdas = distances.len() + strains.len() + bends.len() + tethers.len();
+        let mut distances = distances;
+        distances.extend(tethers);
 
         // The particles, with their material values and pin targets.
         let mut host = vec![GpuParticle::default(); n];
@@ -691,6 +722,7 @@ impl GpuStep {
             })
         };
         let pipelines = [
+            "solve_tether",
             "predict",
             if lines.is_some() {
                 "solve_line"
@@ -709,8 +741,10 @@ impl GpuStep {
                 reason: e.to_string(),
             });
         }
-        let [predict, distance, strain, bend, contacts, velocities] = pipelines;
+        let [tether, predict, distance, strain, bend, contacts, velocities] = pipelines;
         Ok(Self {
+            tether,
+            tethers: tether_colours,
             predict,
             distance,
             strain,
@@ -813,12 +847,14 @@ impl GpuStep {
                 for backward in [false, true] {
                     // With the line solves, the lines again `line_passes` times after the
                     // shear and bending (the CPU's order, docs/solver.md "Line passes").
+                    // The CPU's order: tethers, stretch, shear, bending.
                     let kinds = [
+                        (&self.tether, self.tethers),
                         (&self.distance, self.distances),
                         (&self.strain, self.strains),
                         (&self.bend, self.bends),
                     ];
-                    let again = std::iter::repeat_n(kinds[0], self.line_passes as usize);
+                    let again = std::iter::repeat_n(kinds[1], self.line_passes as usize);
                     for (pipeline, colours) in kinds.into_iter().chain(again) {
                         if colours.count == 0 {
                             continue;

@@ -327,6 +327,37 @@ fn solve_line(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgr
     }
 }
 
+// Tethers (constraints.rs `solve_tether`): `C = |x − x_anchor| − max ≤ 0` to a pinned anchor,
+// no compliance, the multiplier clamped to λ ≤ 0 (a tether only pulls). Stored in `distances`
+// after the stretch edges (a: the particle, b: the anchor, rest: the largest length); only the
+// free particle moves, and the colours keep one tether per particle.
+@compute @workgroup_size(64)
+fn solve_tether(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let k = index(gid, nwg);
+    if k >= batch.count {
+        return;
+    }
+    let t = distances[batch.start + k];
+    let p = particles[t.a].x;
+    let w = particles[t.a].w;
+    let d = p - particles[t.b].x;
+    let len2 = dot(d, d);
+    if len2 < DEGENERATE_LENGTH_SQ {
+        return;
+    }
+    let len = sqrt(len2);
+    let c = len - t.rest;
+    let li = batch.lambda_base + batch.start + k;
+    let l = lambda[li];
+    if (c <= 0.0 && l == 0.0) || w <= 0.0 {
+        return;
+    }
+    let new_l = min(l + (-c) / w, 0.0);
+    let dl = new_l - l;
+    lambda[li] = new_l;
+    particles[t.a].x = p + (d / len) * (w * dl);
+}
+
 fn wrap_angle(a: f32) -> f32 {
     var r = a;
     if r > PI {
