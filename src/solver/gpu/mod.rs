@@ -916,7 +916,7 @@ impl GpuStep {
             particles.x_prev[i] = Vec3::from_array(g.x_prev);
             particles.x[i] = Vec3::from_array(g.x);
             particles.v[i] = Vec3::from_array(g.v);
-            touching += usize::from(g.contact_push > 0.0);
+            touching += usize::from(g.contact_normal != [0.0; 3]);
         }
         Ok(touching)
     }

@@ -19,8 +19,10 @@ struct Particle {
     // A pinned particle's target, its goal (m); `pinned` is 1 for a hard pin, else 0.
     goal: vec3<f32>,
     pinned: f32,
-    // The body's outward normal at the last contact, and how far the contacts pushed the
-    // particle out along it this substep (m).
+    // The body's outward normal at the substep's last contact (0: no contact this substep),
+    // and the friction budget that contact leaves (m): how far the contacts pushed the
+    // particle out along it this substep, less what the friction on the prediction used
+    // (divided by μ).
     contact_normal: vec3<f32>,
     contact_push: f32,
 }
@@ -137,8 +139,11 @@ fn predict(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroup
         var d = p.v * params.h;
         // Friction on the prediction (the CPU's `predicted_friction`): a particle that touched
         // the body in the previous substep and is predicted to move into it keeps its
-        // tangential move within μ times the normal one, so resting cloth does not creep.
-        if p.contact_push > 0.0 {
+        // tangential move within μ times the normal one, so resting cloth does not creep. What
+        // it takes away is taken from the velocity stage's budget, so that the two together
+        // stay within Coulomb's limit (docs/solver.md, "Friction on the prediction").
+        var used = 0.0;
+        if dot(p.contact_normal, p.contact_normal) > 0.0 && p.friction > 0.0 {
             let n = p.contact_normal;
             let dn = dot(d, n);
             if dn < 0.0 {
@@ -147,14 +152,21 @@ fn predict(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroup
                 let budget = p.friction * (-dn);
                 if t_len > budget {
                     d = n * dn + dt * (budget / t_len);
+                    used = budget;
                 } else {
                     d = n * dn;
+                    used = t_len;
                 }
             }
+            p.contact_push = -used / p.friction;
+        } else {
+            p.contact_push = 0.0;
         }
         p.x = p.x + d;
+    } else {
+        p.contact_push = 0.0;
     }
-    p.contact_push = 0.0;
+    p.contact_normal = vec3<f32>(0.0);
     particles[i] = p;
 }
 
@@ -497,8 +509,9 @@ fn velocities(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgr
     }
     var p = particles[i];
     var v = (p.x - p.x_prev) / params.h;
-    // Coulomb friction against the contacts' push, at the velocity level.
-    if p.contact_push > 0.0 {
+    // Coulomb friction against the contacts' push, at the velocity level, within what the
+    // friction on the prediction left of the budget.
+    if dot(p.contact_normal, p.contact_normal) > 0.0 && p.contact_push > 0.0 {
         let n = p.contact_normal;
         let vn = dot(v, n);
         let vt = v - n * vn;
