@@ -369,6 +369,9 @@ impl GpuStep {
         if settings.self_collision {
             return lacks("self-collision");
         }
+        if settings.neural.is_some() {
+            return lacks("the hybrid solver's network");
+        }
         None
     }
 
