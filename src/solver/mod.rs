@@ -1605,14 +1605,12 @@ impl Solver {
         self.gpu.as_deref()
     }
 
-    /// The GPU stops here (the scene now uses what it lacks): the CPU runs from now on.
+    /// The GPU stops here, for the reason `why` (a sentence): the CPU runs from now on.
     #[cfg_attr(not(feature = "gpu"), allow(unused_variables))]
     fn leave_gpu(&mut self, why: &str) {
         #[cfg(feature = "gpu")]
         if self.gpu.take().is_some() {
-            self.backend_note(format!(
-                "the GPU backend does not handle {why} yet; the solver runs on the CPU"
-            ));
+            self.backend_note(format!("{why}; the solver runs on the CPU"));
         }
     }
 
@@ -1816,7 +1814,7 @@ impl Solver {
     /// The body is posed at the current time at once, and hard pins bound to it jump to their
     /// targets (with zero velocity). Fails when the pose does not fit the body mesh.
     pub fn set_body_motion(&mut self, mut motion: Box<dyn BodyMotion>) -> Result<(), SimError> {
-        self.leave_gpu("a moving body");
+        self.leave_gpu("the GPU backend does not handle a moving body yet");
         if let Some(body) = self.body.as_mut() {
             motion.pose_at(self.time_s, &mut self.body_positions);
             let posed = body
@@ -1957,7 +1955,7 @@ impl Solver {
             }
             Err(e) => {
                 let why = e.to_string();
-                self.leave_gpu(&format!("a failed read-back ({why})"));
+                self.leave_gpu(&format!("the GPU backend stopped: {why}"));
                 why
             }
         };

@@ -863,12 +863,9 @@ impl GpuStep {
                             continue;
                         }
                         pass.set_pipeline(pipeline);
-                        let mut batches: Vec<usize> =
-                            (colours.first..colours.first + colours.count).collect();
-                        if backward {
-                            batches.reverse();
-                        }
-                        for k in batches {
+                        for i in 0..colours.count {
+                            let k =
+                                colours.first + if backward { colours.count - 1 - i } else { i };
                             let offset = (k as u64 * BATCH_STRIDE) as u32;
                             pass.set_bind_group(1, &self.batch_group, &[offset]);
                             dispatch(&mut pass, self.batches[k].count);
