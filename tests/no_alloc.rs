@@ -4,11 +4,14 @@
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use drape::bake::LoadedScene;
 use drape::math::{Real, Vec3};
+use drape::neural::world::WorldParams;
+use drape::neural::Gnn;
 use drape::scene::demo::{write_demo, DemoScene};
+use drape::solver::neural::NeuralSettings;
 use drape::solver::{BodyMotion, Solver, StretchSolve};
 
 /// Counts allocations (and reallocations) while `COUNTING` is set.
@@ -104,6 +107,59 @@ fn step_and_count() {
              allocations in 12 warm frames"
         );
     }
+}
+
+/// The hybrid's substep (issue 34): the graph, the world-edge search and the network's forward
+/// pass, serial and split among the pool's threads, allocate nothing once warm.
+#[test]
+fn stepping_a_warm_hybrid_allocates_nothing() {
+    in_two_thread_pool(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write_demo(dir.path(), DemoScene::SphereDrop, Some(32)).unwrap();
+        // Small non-zero weights: every prediction is applied, and moves the cloth little.
+        let mut net = Gnn::zeros(8, 2).with_world_edges(WorldParams::default());
+        for (k, mlp) in net.mlps_mut().into_iter().enumerate() {
+            for l in [&mut mlp.first, &mut mlp.second] {
+                for (m, w) in l.weight.iter_mut().chain(l.bias.iter_mut()).enumerate() {
+                    *w = (((k * 17 + m * 5) % 11) as f32 - 5.0) * 0.05;
+                }
+            }
+        }
+        net.output_scale = 1e-4;
+        let net = Arc::new(net);
+        for parallel in [false, true] {
+            let mut loaded = LoadedScene::load(&path).unwrap();
+            loaded.scene.solver.substeps = 10;
+            loaded.scene.solver.parallel = parallel;
+            loaded.scene.solver.neural = Some(NeuralSettings {
+                model: "in memory".into(),
+                ..Default::default()
+            });
+            let body = loaded.body_collider().unwrap();
+            let (model, _) = loaded.build_model(body.as_ref());
+            let mut solver = Solver::new(loaded.scene.solver.clone(), model, body).unwrap();
+            solver.set_network(Some(net.clone()), 1.0 / 240.0).unwrap();
+            for _ in 0..36 {
+                solver.step_frame(1.0 / 24.0).unwrap();
+            }
+            let (mut applied, mut rollbacks) = (0, 0);
+            ALLOCATIONS.store(0, Ordering::Relaxed);
+            COUNTING.store(true, Ordering::Relaxed);
+            for _ in 0..12 {
+                let report = solver.step_frame(1.0 / 24.0).unwrap();
+                applied += report.neural_substeps;
+                rollbacks += report.rollbacks;
+            }
+            COUNTING.store(false, Ordering::Relaxed);
+            let allocations = ALLOCATIONS.load(Ordering::Relaxed);
+            assert_eq!(rollbacks, 0);
+            assert_eq!(applied, 120, "the network ran on every substep");
+            assert_eq!(
+                allocations, 0,
+                "parallel {parallel}: {allocations} allocations in 12 warm hybrid frames"
+            );
+        }
+    });
 }
 
 /// A sphere that slides sideways at 5 cm/s (the moving-body path: pose updates, the collider's

@@ -30,6 +30,12 @@
 //! - **Body edges** (each particle in contact with the body, to its closest body point,
 //!   [`BODY_FEATURES`]): the gap `(d − thickness)/ℓ` along the normal, the normal, and the body
 //!   surface's move in the substep relative to the particle's predicted move, over `ℓ`.
+//! - **World edges** (optional, [`WorldEdges`]; [`WORLD_FEATURES`]): between two particles
+//!   closer than [`WorldEdges::radius`] edge lengths at the prediction but at least
+//!   [`WorldEdges::min_hops`] mesh edges apart (a fold lying on the cloth, two layers in
+//!   contact), both ways: the relative position `(x̃_j − x̃_i)/ℓ`, its length, and the relative
+//!   predicted move `((x̃_j − x_j) − (x̃_i − x_i))/ℓ`. They are found anew every substep
+//!   ([`world::WorldFinder`]).
 //!
 //! # The network
 //!
@@ -37,7 +43,9 @@
 //! (`Linear → ReLU → Linear`) of width [`Gnn::hidden`]: the three encoders, then
 //! [`Gnn::steps`] message-passing steps, each updating every directed edge from its latent and
 //! its two nodes' (`e += MLP[e, n_i, n_j]`) and every node from its latent, the sum of its
-//! incoming edges and its body edge (`n += MLP[n, Σe, b]`), then a decoder to `Δx/ℓ`. The
+//! incoming edges and its body edge (`n += MLP[n, Σe, b]`; with world edges, each world edge
+//! is updated by its own MLP and the node reads their sum too: `n += MLP[n, Σe, Σw, b]`), then
+//! a decoder to `Δx/ℓ`. The
 //! steps have weights of their own. The forward pass here is the one the solver runs: plain
 //! `f32`, allocation-free once its [`Scratch`] is warm; `src/train/` trains the same network
 //! with candle and checks that both forwards agree.
@@ -46,8 +54,11 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-/// The model file format this build reads and writes.
-pub const MODEL_FORMAT_VERSION: u32 = 1;
+pub mod world;
+
+/// The model file format this build reads and writes. Version 2 added the optional world
+/// edges ([`Gnn::world`]); a version-1 file reads as a network without them.
+pub const MODEL_FORMAT_VERSION: u32 = 2;
 
 /// Features per node: predicted move (3), history (3), pinned (1), gravity's move (3).
 pub const NODE_FEATURES: usize = 10;
@@ -57,6 +68,9 @@ pub const EDGE_FEATURES: usize = 6;
 
 /// Features per body edge: gap, normal (3), relative body move (3).
 pub const BODY_FEATURES: usize = 7;
+
+/// Features per directed world edge: relative position (3), its length, relative move (3).
+pub const WORLD_FEATURES: usize = 7;
 
 /// Outputs per node: `Δx/ℓ`.
 pub const OUTPUTS: usize = 3;
@@ -148,7 +162,8 @@ impl Mlp {
 pub struct Step {
     /// Edge update from `[e, n_i, n_j]` (3 × hidden in).
     pub edge: Mlp,
-    /// Node update from `[n, Σ incoming e, body edge]` (3 × hidden in).
+    /// Node update from `[n, Σ incoming e, body edge]` (3 × hidden in), or from
+    /// `[n, Σ incoming e, Σ incoming world edges, body edge]` (4 × hidden) with world edges.
     pub node: Mlp,
 }
 
@@ -177,10 +192,70 @@ pub struct Gnn {
     /// Scale of the decoder's output: `Δx/ℓ = output_scale × decoder` (the targets are small
     /// next to an edge, so the decoder works at unit scale).
     pub output_scale: f32,
+    /// The world edges' weights and how they are found; `None`: a network of mesh and body
+    /// edges only (every version-1 file). With them, each step's node update reads `4 ×
+    /// hidden` inputs instead of 3.
+    #[serde(default)]
+    pub world: Option<WorldEdges>,
+}
+
+/// The world edges of a [`Gnn`]: which pairs of particles are joined, and the weights that
+/// read them (see the [module docs](self)).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WorldEdges {
+    /// Two particles closer than this at the prediction are joined, in mean rest edge lengths
+    /// `ℓ`.
+    pub radius: f32,
+    /// ... unless they are fewer than this many mesh edges apart (at least 2: mesh neighbours
+    /// are joined by their mesh edge already).
+    pub min_hops: u32,
+    /// Most world edges a particle starts (the nearest are kept), so that a crumpled cloth
+    /// cannot grow the graph without bound.
+    pub max_per_node: u32,
+    /// World-edge encoder ([`WORLD_FEATURES`] in).
+    pub encoder: Mlp,
+    /// Per message-passing step, the world edges' update from `[w, n_i, n_j]` (3 × hidden in).
+    pub steps: Vec<Mlp>,
+    /// Each world-edge feature's scale before the encoder.
+    pub scale: Vec<f32>,
+}
+
+impl WorldEdges {
+    /// Default [`WorldEdges::radius`] (edge lengths).
+    pub const RADIUS: f32 = 1.0;
+    /// Default [`WorldEdges::min_hops`].
+    pub const MIN_HOPS: u32 = 3;
+    /// Default [`WorldEdges::max_per_node`].
+    pub const MAX_PER_NODE: u32 = 8;
+
+    /// World edges of zeros for a network `hidden` wide with `steps` steps, found with the
+    /// default radius and hops.
+    pub fn zeros(hidden: usize, steps: usize) -> Self {
+        Self {
+            radius: Self::RADIUS,
+            min_hops: Self::MIN_HOPS,
+            max_per_node: Self::MAX_PER_NODE,
+            encoder: Mlp::zeros(WORLD_FEATURES, hidden, hidden),
+            steps: (0..steps)
+                .map(|_| Mlp::zeros(3 * hidden, hidden, hidden))
+                .collect(),
+            scale: vec![1.0; WORLD_FEATURES],
+        }
+    }
+
+    /// How the pairs are found.
+    pub fn params(&self) -> world::WorldParams {
+        world::WorldParams {
+            radius: self.radius,
+            min_hops: self.min_hops,
+            max_per_node: self.max_per_node,
+        }
+    }
 }
 
 impl Gnn {
-    /// A network of zeros (it predicts `Δx = 0`), `hidden` wide with `steps` steps.
+    /// A network of zeros (it predicts `Δx = 0`), `hidden` wide with `steps` steps, without
+    /// world edges ([`Gnn::with_world_edges`] adds them).
     pub fn zeros(hidden: usize, steps: usize) -> Self {
         Self {
             hidden,
@@ -198,11 +273,37 @@ impl Gnn {
             edge_scale: vec![1.0; EDGE_FEATURES],
             body_scale: vec![1.0; BODY_FEATURES],
             output_scale: 1.0,
+            world: None,
+        }
+    }
+
+    /// The same network of zeros with world edges of zeros, found as `params` says (its node
+    /// updates widen to `4 × hidden` inputs).
+    pub fn with_world_edges(mut self, params: world::WorldParams) -> Self {
+        let h = self.hidden;
+        for s in &mut self.steps {
+            s.node = Mlp::zeros(4 * h, h, h);
+        }
+        let mut w = WorldEdges::zeros(h, self.steps.len());
+        w.radius = params.radius;
+        w.min_hops = params.min_hops;
+        w.max_per_node = params.max_per_node;
+        self.world = Some(w);
+        self
+    }
+
+    /// Inputs of each step's node update: `[n, Σe, b]`, and `Σw` with world edges.
+    pub fn node_update_inputs(&self) -> usize {
+        if self.world.is_some() {
+            4 * self.hidden
+        } else {
+            3 * self.hidden
         }
     }
 
     /// Every MLP in a fixed order (the order the trainer and the file use): the three
-    /// encoders, each step's edge and node updates, the decoder.
+    /// encoders, each step's edge and node updates, the decoder, then the world edges' encoder
+    /// and steps.
     pub fn mlps(&self) -> Vec<&Mlp> {
         let mut out = vec![&self.node_encoder, &self.edge_encoder, &self.body_encoder];
         for s in &self.steps {
@@ -210,6 +311,10 @@ impl Gnn {
             out.push(&s.node);
         }
         out.push(&self.decoder);
+        if let Some(w) = &self.world {
+            out.push(&w.encoder);
+            out.extend(&w.steps);
+        }
         out
     }
 
@@ -221,6 +326,7 @@ impl Gnn {
             body_encoder,
             steps,
             decoder,
+            world,
             ..
         } = self;
         let mut out = vec![node_encoder, edge_encoder, body_encoder];
@@ -229,6 +335,10 @@ impl Gnn {
             out.push(&mut s.node);
         }
         out.push(decoder);
+        if let Some(w) = world {
+            out.push(&mut w.encoder);
+            out.extend(w.steps.iter_mut());
+        }
         out
     }
 
@@ -275,11 +385,32 @@ impl Gnn {
             .check("edge_encoder", EDGE_FEATURES, h, h)?;
         self.body_encoder
             .check("body_encoder", BODY_FEATURES, h, h)?;
+        let node_in = self.node_update_inputs();
         for (k, s) in self.steps.iter().enumerate() {
             s.edge.check(&format!("steps[{k}].edge"), 3 * h, h, h)?;
-            s.node.check(&format!("steps[{k}].node"), 3 * h, h, h)?;
+            s.node.check(&format!("steps[{k}].node"), node_in, h, h)?;
         }
-        self.decoder.check("decoder", h, h, OUTPUTS)
+        self.decoder.check("decoder", h, h, OUTPUTS)?;
+        if let Some(w) = &self.world {
+            w.params().check().map_err(|e| format!("world: {e}"))?;
+            if w.scale.len() != WORLD_FEATURES || !w.scale.iter().all(|v| v.is_finite()) {
+                return Err(format!(
+                    "world.scale: needs {WORLD_FEATURES} finite numbers"
+                ));
+            }
+            w.encoder.check("world.encoder", WORLD_FEATURES, h, h)?;
+            if w.steps.len() != self.steps.len() {
+                return Err(format!(
+                    "world.steps: {} steps for a network of {}",
+                    w.steps.len(),
+                    self.steps.len()
+                ));
+            }
+            for (k, m) in w.steps.iter().enumerate() {
+                m.check(&format!("world.steps[{k}]"), 3 * h, h, h)?;
+            }
+        }
+        Ok(())
     }
 
     /// The forward pass: `out[i] = Δx_i/ℓ` for every node of `graph` (`graph` consistent, as
@@ -310,6 +441,11 @@ impl Gnn {
             edge_scale: self.edge_scale.clone(),
             body_scale: self.body_scale.clone(),
             output_scale: self.output_scale,
+            world: self.world.as_ref().map(|w| CompiledWorld {
+                encoder: m(&w.encoder),
+                steps: w.steps.iter().map(m).collect(),
+                scale: w.scale.clone(),
+            }),
         }
     }
 }
@@ -382,6 +518,14 @@ pub struct Compiled {
     edge_scale: Vec<f32>,
     body_scale: Vec<f32>,
     output_scale: f32,
+    world: Option<CompiledWorld>,
+}
+
+#[derive(Clone, Debug)]
+struct CompiledWorld {
+    encoder: CompiledMlp,
+    steps: Vec<CompiledMlp>,
+    scale: Vec<f32>,
 }
 
 /// Rows per parallel task of the forward pass.
@@ -452,39 +596,62 @@ impl Compiled {
             self.body_encoder
                 .apply(&buf, &mut scratch.body[i * h..(i + 1) * h]);
         }
-        for (edge_mlp, node_mlp) in &self.steps {
-            let node = &scratch.node;
-            rows(&mut scratch.edge, h, parallel, |k, row| {
-                let [i, j] = graph.edges[k];
-                let (i, j) = (i as usize, j as usize);
-                let mut input = [0.0f32; 3 * MAX_HIDDEN];
-                let mut delta = [0.0f32; MAX_HIDDEN];
-                input[..h].copy_from_slice(row);
-                input[h..2 * h].copy_from_slice(&node[i * h..(i + 1) * h]);
-                input[2 * h..3 * h].copy_from_slice(&node[j * h..(j + 1) * h]);
-                edge_mlp.apply(&input[..3 * h], &mut delta[..h]);
-                for (l, d) in row.iter_mut().zip(&delta[..h]) {
-                    *l += d;
-                }
+        let world = self
+            .world
+            .as_ref()
+            .filter(|_| !graph.world_edges.is_empty());
+        if let Some(w) = world {
+            scratch.world.resize(graph.world_edges.len() * h, 0.0);
+            rows(&mut scratch.world, h, parallel, |k, row| {
+                let mut buf = [0.0f32; WORLD_FEATURES];
+                let f = &graph.world_features[k * WORLD_FEATURES..(k + 1) * WORLD_FEATURES];
+                scaled(f, &w.scale, &mut buf);
+                w.encoder.apply(&buf, row);
             });
-            scratch.sum.iter_mut().for_each(|v| *v = 0.0);
-            for (k, &[_, j]) in graph.edges.iter().enumerate() {
+        }
+        scratch.world_sum.clear();
+        if self.world.is_some() {
+            scratch.world_sum.resize(n * h, 0.0);
+        }
+        let sum_into = |sum: &mut [f32], edges: &[[u32; 2]], latents: &[f32]| {
+            sum.iter_mut().for_each(|v| *v = 0.0);
+            for (k, &[_, j]) in edges.iter().enumerate() {
                 let j = j as usize;
-                for (s, l) in scratch.sum[j * h..(j + 1) * h]
+                for (s, l) in sum[j * h..(j + 1) * h]
                     .iter_mut()
-                    .zip(&scratch.edge[k * h..(k + 1) * h])
+                    .zip(&latents[k * h..(k + 1) * h])
                 {
                     *s += l;
                 }
             }
-            let (sum, body) = (&scratch.sum, &scratch.body);
+        };
+        for (step, (edge_mlp, node_mlp)) in self.steps.iter().enumerate() {
+            let node = &scratch.node;
+            rows(&mut scratch.edge, h, parallel, |k, row| {
+                edge_update(edge_mlp, graph.edges[k], node, h, row)
+            });
+            if let Some(w) = world {
+                let mlp = &w.steps[step];
+                rows(&mut scratch.world, h, parallel, |k, row| {
+                    edge_update(mlp, graph.world_edges[k], node, h, row)
+                });
+                sum_into(&mut scratch.world_sum, graph.world_edges, &scratch.world);
+            }
+            sum_into(&mut scratch.sum, graph.edges, &scratch.edge);
+            let (sum, world_sum, body) = (&scratch.sum, &scratch.world_sum, &scratch.body);
+            let with_world = self.world.is_some();
             rows(&mut scratch.node, h, parallel, |i, row| {
-                let mut input = [0.0f32; 3 * MAX_HIDDEN];
+                let mut input = [0.0f32; 4 * MAX_HIDDEN];
                 let mut delta = [0.0f32; MAX_HIDDEN];
                 input[..h].copy_from_slice(row);
                 input[h..2 * h].copy_from_slice(&sum[i * h..(i + 1) * h]);
-                input[2 * h..3 * h].copy_from_slice(&body[i * h..(i + 1) * h]);
-                node_mlp.apply(&input[..3 * h], &mut delta[..h]);
+                let mut at = 2 * h;
+                if with_world {
+                    input[at..at + h].copy_from_slice(&world_sum[i * h..(i + 1) * h]);
+                    at += h;
+                }
+                input[at..at + h].copy_from_slice(&body[i * h..(i + 1) * h]);
+                node_mlp.apply(&input[..at + h], &mut delta[..h]);
                 for (l, d) in row.iter_mut().zip(&delta[..h]) {
                     *l += d;
                 }
@@ -496,6 +663,22 @@ impl Compiled {
                 *v *= self.output_scale;
             }
         }
+    }
+}
+
+/// One edge's message-passing update: `e += MLP[e, n_i, n_j]`, `e` the edge's latent `row`,
+/// `node` every node's latent (`hidden` wide).
+#[inline]
+fn edge_update(mlp: &CompiledMlp, [i, j]: [u32; 2], node: &[f32], h: usize, row: &mut [f32]) {
+    let (i, j) = (i as usize, j as usize);
+    let mut input = [0.0f32; 3 * MAX_HIDDEN];
+    let mut delta = [0.0f32; MAX_HIDDEN];
+    input[..h].copy_from_slice(row);
+    input[h..2 * h].copy_from_slice(&node[i * h..(i + 1) * h]);
+    input[2 * h..3 * h].copy_from_slice(&node[j * h..(j + 1) * h]);
+    mlp.apply(&input[..3 * h], &mut delta[..h]);
+    for (l, d) in row.iter_mut().zip(&delta[..h]) {
+        *l += d;
     }
 }
 
@@ -512,6 +695,10 @@ pub struct Graph<'a> {
     pub body_nodes: &'a [u32],
     /// `body_nodes × BODY_FEATURES`.
     pub body_features: &'a [f32],
+    /// Directed world edges `[from, to]` (empty without).
+    pub world_edges: &'a [[u32; 2]],
+    /// `world_edges × WORLD_FEATURES`.
+    pub world_features: &'a [f32],
 }
 
 impl Graph<'_> {
@@ -527,10 +714,17 @@ impl Graph<'_> {
         if self.node_features.len() != n * NODE_FEATURES
             || self.edge_features.len() != self.edges.len() * EDGE_FEATURES
             || self.body_features.len() != self.body_nodes.len() * BODY_FEATURES
+            || self.world_features.len() != self.world_edges.len() * WORLD_FEATURES
         {
             return Err("feature arrays of the wrong length".into());
         }
-        if self.edges.iter().flatten().any(|&i| i as usize >= n) {
+        if self
+            .edges
+            .iter()
+            .chain(self.world_edges)
+            .flatten()
+            .any(|&i| i as usize >= n)
+        {
             return Err("an edge refers to a node that does not exist".into());
         }
         let mut seen = vec![false; n];
@@ -553,6 +747,24 @@ pub struct Scratch {
     edge: Vec<f32>,
     body: Vec<f32>,
     sum: Vec<f32>,
+    world: Vec<f32>,
+    world_sum: Vec<f32>,
+}
+
+impl Scratch {
+    /// Room for a graph of `nodes` nodes, `edges` mesh edges and up to `world_edges` world
+    /// edges, `hidden` wide, so that the forward pass does not allocate when the number of
+    /// world edges grows from substep to substep.
+    pub fn reserve(&mut self, nodes: usize, edges: usize, world_edges: usize, hidden: usize) {
+        let more =
+            |v: &mut Vec<f32>, rows: usize| v.reserve((rows * hidden).saturating_sub(v.len()));
+        more(&mut self.node, nodes);
+        more(&mut self.edge, edges);
+        more(&mut self.body, nodes);
+        more(&mut self.sum, nodes);
+        more(&mut self.world, world_edges);
+        more(&mut self.world_sum, nodes);
+    }
 }
 
 /// What a model was trained for: a scene whose solver differs is refused (or falls back, as the
@@ -786,6 +998,8 @@ mod tests {
             edge_features: ef,
             body_nodes: &[1],
             body_features: bf,
+            world_edges: &[],
+            world_features: &[],
         }
     }
 
@@ -859,7 +1073,11 @@ mod tests {
         assert!(!path.with_extension("ron.tmp").exists());
 
         let text = std::fs::read_to_string(&path).unwrap();
-        let newer = text.replacen("format_version: 1", "format_version: 99", 1);
+        let newer = text.replacen(
+            &format!("format_version: {MODEL_FORMAT_VERSION}"),
+            "format_version: 99",
+            1,
+        );
         let e = ModelFile::parse(&newer, &path).unwrap_err().to_string();
         assert!(e.contains("m.ron") && e.contains("newer"), "{e}");
         let e = ModelFile::parse(&text[..text.len() / 2], &path)
@@ -879,5 +1097,79 @@ mod tests {
             "{e}"
         );
         f.check_for(&path, 10, 24.0).unwrap();
+    }
+
+    #[test]
+    fn a_version_1_file_reads_as_a_network_without_world_edges() {
+        let f = file();
+        let text = ron::ser::to_string_pretty(&f, ron::ser::PrettyConfig::default()).unwrap();
+        let v1: Vec<&str> = text
+            .lines()
+            .filter(|l| !l.trim_start().starts_with("world:"))
+            .collect();
+        let v1 = v1.join("\n").replacen(
+            &format!("format_version: {MODEL_FORMAT_VERSION}"),
+            "format_version: 1",
+            1,
+        );
+        assert!(!v1.contains("world"));
+        let back = ModelFile::parse(&v1, Path::new("old.ron")).unwrap();
+        assert_eq!(back.network, f.network);
+        assert_eq!(back.network.world, None);
+    }
+
+    #[test]
+    fn world_edges_carry_messages_between_nodes_the_mesh_does_not_join() {
+        let mut net = tiny().with_world_edges(world::WorldParams::default());
+        for (k, mlp) in net.mlps_mut().into_iter().enumerate() {
+            for l in [&mut mlp.first, &mut mlp.second] {
+                for (m, w) in l.weight.iter_mut().chain(l.bias.iter_mut()).enumerate() {
+                    *w = (((k * 17 + m * 5) % 11) as f32 - 5.0) * 0.07;
+                }
+            }
+        }
+        net.check().unwrap();
+        assert_eq!(net.node_update_inputs(), 16);
+        // Nodes 0–1 and 2–3 are two mesh pieces; a world edge joins 1 to 2 (both ways).
+        let nf: Vec<f32> = (0..4 * NODE_FEATURES)
+            .map(|i| (i as f32 * 0.7).cos())
+            .collect();
+        let edges = [[0, 1], [1, 0], [2, 3], [3, 2]];
+        let ef: Vec<f32> = (0..4 * EDGE_FEATURES)
+            .map(|i| (i as f32 * 0.3).sin())
+            .collect();
+        let wf: Vec<f32> = (0..2 * WORLD_FEATURES).map(|i| 0.1 * i as f32).collect();
+        let joined = Graph {
+            node_features: &nf,
+            edges: &edges,
+            edge_features: &ef,
+            body_nodes: &[],
+            body_features: &[],
+            world_edges: &[[1, 2], [2, 1]],
+            world_features: &wf,
+        };
+        joined.check().unwrap();
+        let apart = Graph {
+            world_edges: &[],
+            world_features: &[],
+            ..joined
+        };
+        let (mut a, mut b) = (vec![[0.0; 3]; 4], vec![[0.0; 3]; 4]);
+        let mut s = Scratch::default();
+        net.forward(&joined, &mut s, &mut a);
+        net.forward(&apart, &mut s, &mut b);
+        assert!(a.iter().flatten().all(|v| v.is_finite()));
+        // One step: the world edge reaches its two ends only.
+        assert_ne!(a[1], b[1]);
+        assert_ne!(a[2], b[2]);
+        assert_eq!(a[0], b[0]);
+        assert_eq!(a[3], b[3]);
+        // Broken world weights are named.
+        let mut broken = net.clone();
+        broken.world.as_mut().unwrap().steps.clear();
+        assert!(broken.check().unwrap_err().starts_with("world.steps"));
+        let mut broken = net;
+        broken.world.as_mut().unwrap().radius = -1.0;
+        assert!(broken.check().unwrap_err().contains("radius"));
     }
 }

@@ -1632,7 +1632,7 @@ impl Solver {
         trained_h_s: Real,
     ) -> Result<(), SimError> {
         self.neural = match net {
-            Some(net) => Some(NeuralRun::new(Some(net), &self.model, trained_h_s)?),
+            Some(net) => Some(NeuralRun::new(Some(net), &self.model, trained_h_s, None)?),
             None => None,
         };
         Ok(())
@@ -1640,9 +1640,14 @@ impl Solver {
 
     /// Starts recording a training sample ([`Sample`]) on every substep of `h_s` s: the
     /// network's graph of the substep's prediction and where the projection took it. The
-    /// solver runs classically; [`Solver::take_samples`] hands the samples over.
-    pub fn record_samples(&mut self, h_s: Real) -> Result<Topology, SimError> {
-        let run = NeuralRun::new(None, &self.model, h_s)?;
+    /// solver runs classically; [`Solver::take_samples`] hands the samples over. `world`: how
+    /// the graphs' world edges are found (`None`: without world edges).
+    pub fn record_samples(
+        &mut self,
+        h_s: Real,
+        world: Option<crate::neural::world::WorldParams>,
+    ) -> Result<Topology, SimError> {
+        let run = NeuralRun::new(None, &self.model, h_s, world)?;
         let topology = run.topology(&self.model);
         self.neural = Some(run);
         self.samples = Some(Vec::new());

@@ -23,8 +23,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::collide::Contact;
 use crate::math::{Real, Vec3};
+use crate::neural::world::{WorldFinder, WorldParams};
 use crate::neural::{
     Compiled, Gnn, Graph, Scratch, BODY_FEATURES, EDGE_FEATURES, NODE_FEATURES, OUTPUTS,
+    WORLD_FEATURES,
 };
 
 use super::{ClothModel, Particles, SimError};
@@ -96,6 +98,10 @@ pub struct Sample {
     pub body_nodes: Vec<u32>,
     /// `body_nodes × BODY_FEATURES`.
     pub body_features: Vec<f32>,
+    /// This substep's directed world edges (empty when recorded without them).
+    pub world_edges: Vec<[u32; 2]>,
+    /// `world_edges × WORLD_FEATURES`.
+    pub world_features: Vec<f32>,
     /// Per node, the projection's move `(x − x̃)/ℓ` (0 for pinned nodes).
     pub target: Vec<[f32; 3]>,
     /// Per node, the prediction `x̃/ℓ` about the cloth's centre, for the physics losses.
@@ -200,6 +206,10 @@ pub(crate) struct NeuralRun {
     edge_f: Vec<f32>,
     body_nodes: Vec<u32>,
     body_f: Vec<f32>,
+    /// The world-edge search (`None`: a graph without world edges).
+    world: Option<WorldFinder>,
+    world_edges: Vec<[u32; 2]>,
+    world_f: Vec<f32>,
     out: Vec<[f32; OUTPUTS]>,
     /// Per particle, whether the last [`Self::apply`] moved it.
     corrected: Vec<bool>,
@@ -208,11 +218,13 @@ pub(crate) struct NeuralRun {
 
 impl NeuralRun {
     /// The network for `model`'s cloth, trained for substeps of `trained_h` s (`None`: only the
-    /// graphs, for recording).
+    /// graphs, for recording, with world edges found as `record_world` says). A network finds
+    /// the world edges its file says, and none if it has none.
     pub fn new(
         net: Option<Arc<Gnn>>,
         model: &ClothModel,
         trained_h: Real,
+        record_world: Option<WorldParams>,
     ) -> Result<Self, SimError> {
         if model.stretch.is_empty() {
             return Err(SimError::Setting {
@@ -235,6 +247,23 @@ impl NeuralRun {
             }
         }
         let n = model.positions.len();
+        let world_params = match &net {
+            Some(net) => net.world.as_ref().map(|w| w.params()),
+            None => record_world,
+        };
+        if let Some(w) = world_params.filter(|w| w.check().is_err()) {
+            return Err(SimError::Setting {
+                field: "neural world edges",
+                value: format!("{w:?}"),
+                problem: "need a radius over 0 and at most 8 edge lengths, 2 to 8 hops and 1 to 32 edges per particle",
+            });
+        }
+        let world = world_params.map(|w| WorldFinder::new(n, &edges, w));
+        let world_cap = world_params.map_or(0, |w| n * w.max_per_node as usize);
+        let mut scratch = Scratch::default();
+        if let Some(net) = &net {
+            scratch.reserve(n, edges.len(), world_cap, net.hidden);
+        }
         Ok(Self {
             net: net.map(|n| n.compile()),
             trained_h,
@@ -248,9 +277,12 @@ impl NeuralRun {
             edge_f: Vec::new(),
             body_nodes: Vec::new(),
             body_f: Vec::new(),
+            world,
+            world_edges: Vec::with_capacity(world_cap),
+            world_f: Vec::with_capacity(world_cap * WORLD_FEATURES),
             out: Vec::new(),
             corrected: Vec::new(),
-            scratch: Scratch::default(),
+            scratch,
         })
     }
 
@@ -307,6 +339,24 @@ impl NeuralRun {
             self.body_f
                 .extend_from_slice(&[gap, c.normal.x, c.normal.y, c.normal.z, rel.x, rel.y, rel.z]);
         }
+        self.world_f.clear();
+        if let Some(finder) = self.world.as_mut() {
+            finder.find(&p.x, self.ell, &mut self.world_edges);
+            for &[a, b] in &self.world_edges {
+                let (a, b) = (a as usize, b as usize);
+                let r = (p.x[b] - p.x[a]) * inv;
+                let moved = ((p.x[b] - p.x_prev[b]) - (p.x[a] - p.x_prev[a])) * inv;
+                self.world_f.extend_from_slice(&[
+                    r.x,
+                    r.y,
+                    r.z,
+                    r.length(),
+                    moved.x,
+                    moved.y,
+                    moved.z,
+                ]);
+            }
+        }
         debug_assert_eq!(self.node_f.len(), n * NODE_FEATURES);
         debug_assert_eq!(self.edge_f.len(), self.edges.len() * EDGE_FEATURES);
         debug_assert_eq!(self.body_f.len(), self.body_nodes.len() * BODY_FEATURES);
@@ -330,6 +380,8 @@ impl NeuralRun {
             edge_features: &self.edge_f,
             body_nodes: &self.body_nodes,
             body_features: &self.body_f,
+            world_edges: &self.world_edges,
+            world_features: &self.world_f,
         };
         let Some(net) = &self.net else {
             return Ok(Applied::default());
@@ -396,6 +448,8 @@ impl NeuralRun {
             edge_features: self.edge_f.clone(),
             body_nodes: self.body_nodes.clone(),
             body_features: self.body_f.clone(),
+            world_edges: self.world_edges.clone(),
+            world_features: self.world_f.clone(),
             target: (0..n)
                 .map(|i| {
                     if p.inv_mass[i] > 0.0 {

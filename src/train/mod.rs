@@ -30,9 +30,10 @@ use candle_nn::{AdamW, Optimizer, ParamsAdamW};
 
 use crate::bake::{BakeError, LoadedScene};
 use crate::math::Real;
+use crate::neural::world::WorldParams;
 use crate::neural::{
     Gnn, Graph, Losses, Mlp, ModelFile, Scratch, TrainedFor, TrainingRecord, BODY_FEATURES,
-    EDGE_FEATURES, MODEL_FORMAT_VERSION, NODE_FEATURES, OUTPUTS,
+    EDGE_FEATURES, MODEL_FORMAT_VERSION, NODE_FEATURES, OUTPUTS, WORLD_FEATURES,
 };
 use crate::scene::demo::{write_sphere_drop, DemoError};
 use crate::solver::neural::{remove_momentum, Sample, Topology};
@@ -91,6 +92,9 @@ pub struct TrainSettings {
     /// Whether the network sees the history input (the previous substep's whole move); off,
     /// its scale is 0 and the network cannot read it.
     pub history: bool,
+    /// The world edges (cloth–cloth pairs close in space, far on the mesh) and how they are
+    /// found; `None`: a network of mesh and body edges only.
+    pub world: Option<WorldParams>,
 }
 
 impl Default for TrainSettings {
@@ -129,6 +133,7 @@ impl Default for TrainSettings {
             // Measured better without (docs/solver.md, "The hybrid solver": the standard scene
             // at 4 iterations 2.02 % against 3.32 % at the last frame).
             history: false,
+            world: Some(WorldParams::default()),
         }
     }
 }
@@ -160,8 +165,8 @@ impl TrainSettings {
             teacher_iterations: 16,
             hidden: 8,
             steps: 1,
-            epochs: 200,
-            batch: 2,
+            epochs: 400,
+            batch: 4,
             learning_rate: 3e-3,
             ..Self::default()
         }
@@ -191,6 +196,9 @@ impl TrainSettings {
         }
         if !(self.learning_rate.is_finite() && self.learning_rate > 0.0) {
             return bad(format!("learning rate {}", self.learning_rate));
+        }
+        if let Some(Err(e)) = self.world.map(|w| w.check()) {
+            return bad(format!("world edges: {e}"));
         }
         if !self.weights.iter().all(|w| w.is_finite() && *w >= 0.0)
             || self.weights[0] + self.weights[1] <= 0.0
@@ -258,7 +266,7 @@ pub fn record(
         scene: scene.to_string(),
         source,
     };
-    let topology = s.solver.record_samples(h).map_err(sim)?;
+    let topology = s.solver.record_samples(h, settings.world).map_err(sim)?;
     let mut samples = Vec::new();
     for _ in 1..scene.frames {
         s.solver.step_frame(1.0 / settings.fps).map_err(sim)?;
@@ -372,6 +380,10 @@ struct Batch {
     body_f: Tensor,
     body_normal: Tensor,
     body_gap: Tensor,
+    world_src: Tensor,
+    world_dst: Tensor,
+    world_f: Tensor,
+    has_world: bool,
     target: Tensor,
     predicted: Tensor,
     free: Tensor,
@@ -392,6 +404,7 @@ fn batch(items: &[(&SceneData, &Sample)], net: &Gnn, dev: &Device) -> candle_cor
     let (mut sa, mut sb, mut sr) = (Vec::new(), Vec::new(), Vec::new());
     let (mut wa, mut wb, mut wr) = (Vec::new(), Vec::new(), Vec::new());
     let (mut normal, mut gap) = (Vec::new(), Vec::new());
+    let (mut ws, mut wd, mut wf) = (Vec::new(), Vec::new(), Vec::new());
     let mut offset = 0u32;
     let mut segment_count = 0u32;
     for (d, s) in items {
@@ -415,6 +428,17 @@ fn batch(items: &[(&SceneData, &Sample)], net: &Gnn, dev: &Device) -> candle_cor
         for &[i, j] in &d.topology.edges {
             src.push(i + offset);
             dst.push(j + offset);
+        }
+        if let Some(w) = &net.world {
+            for (&[i, j], f) in s
+                .world_edges
+                .iter()
+                .zip(s.world_features.chunks_exact(WORLD_FEATURES))
+            {
+                ws.push(i + offset);
+                wd.push(j + offset);
+                wf.extend(f.iter().zip(&w.scale).map(|(v, k)| v * k));
+            }
         }
         for &([a, b], r) in &d.topology.stretch {
             sa.push(a + offset);
@@ -448,6 +472,7 @@ fn batch(items: &[(&SceneData, &Sample)], net: &Gnn, dev: &Device) -> candle_cor
         Tensor::from_vec(v, len, dev)
     };
     let has_body = !bn.is_empty();
+    let has_world = !ws.is_empty();
     let mut seg_mass = vec![0.0f32; segment_count as usize];
     for (&g, &m) in segment.iter().zip(&mass) {
         seg_mass[g as usize] += m;
@@ -470,6 +495,10 @@ fn batch(items: &[(&SceneData, &Sample)], net: &Gnn, dev: &Device) -> candle_cor
         body_f: mat(body_f, BODY_FEATURES)?,
         body_normal: mat(normal, 3)?,
         body_gap: vec1(gap)?,
+        world_src: idx(ws)?,
+        world_dst: idx(wd)?,
+        world_f: mat(wf, WORLD_FEATURES)?,
+        has_world,
         target: mat(target, OUTPUTS)?,
         predicted: mat(predicted, 3)?,
         free: mat(free, 1)?,
@@ -494,22 +523,39 @@ fn forward(b: &Batch, v: &Vars, net: &Gnn, dev: &Device) -> candle_core::Result<
     } else {
         zeros.clone()
     };
-    for k in 0..net.steps.len() {
-        let (ev, nv) = (&v.mlps[3 + 2 * k], &v.mlps[4 + 2 * k]);
+    let steps = net.steps.len();
+    // The world edges' MLPs follow the decoder (Gnn::mlps).
+    let world_mlp = |k: usize| &v.mlps[4 + 2 * steps + k];
+    let mut world = match (&net.world, b.has_world) {
+        (Some(_), true) => Some(mlp(&b.world_f, world_mlp(0))?),
+        _ => None,
+    };
+    let update = |e: &Tensor, src: &Tensor, dst: &Tensor, node: &Tensor, m: &[Var; 4]| {
         let input = Tensor::cat(
-            &[
-                &edge,
-                &node.index_select(&b.src, 0)?,
-                &node.index_select(&b.dst, 0)?,
-            ],
+            &[e, &node.index_select(src, 0)?, &node.index_select(dst, 0)?],
             1,
         )?;
-        edge = (&edge + mlp(&input, ev)?)?;
+        e + mlp(&input, m)?
+    };
+    for k in 0..steps {
+        let (ev, nv) = (&v.mlps[3 + 2 * k], &v.mlps[4 + 2 * k]);
+        edge = update(&edge, &b.src, &b.dst, &node, ev)?;
         let sum = zeros.index_add(&b.dst, &edge, 0)?;
-        let input = Tensor::cat(&[&node, &sum, &body], 1)?;
+        let input = if net.world.is_some() {
+            let world_sum = match world.as_mut() {
+                Some(w) => {
+                    *w = update(w, &b.world_src, &b.world_dst, &node, world_mlp(1 + k))?;
+                    zeros.index_add(&b.world_dst, w, 0)?
+                }
+                None => zeros.clone(),
+            };
+            Tensor::cat(&[&node, &sum, &world_sum, &body], 1)?
+        } else {
+            Tensor::cat(&[&node, &sum, &body], 1)?
+        };
         node = (&node + mlp(&input, nv)?)?;
     }
-    let out = (mlp(&node, &v.mlps[3 + 2 * net.steps.len()])? * net.output_scale as f64)?;
+    let out = (mlp(&node, &v.mlps[3 + 2 * steps])? * net.output_scale as f64)?;
     without_momentum(&out, b)
 }
 
@@ -635,11 +681,16 @@ fn inverse_rms(rows: impl Iterator<Item = f32>, width: usize) -> Vec<f32> {
 /// a tenth of that (the prediction starts small); feature scales from the data.
 fn initial_network(settings: &TrainSettings, data: &[SceneData]) -> Gnn {
     let mut net = Gnn::zeros(settings.hidden, settings.steps);
+    if let Some(w) = settings.world {
+        net = net.with_world_edges(w);
+    }
     let mut rng = Rng(settings.seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
     let count = net.mlps().len();
+    // The decoder, whose last layer starts small, is last but for the world edges' MLPs.
+    let decoder = count - 1 - net.world.as_ref().map_or(0, |w| 1 + w.steps.len());
     for (k, m) in net.mlps_mut().into_iter().enumerate() {
         let Mlp { first, second } = m;
-        for (l, last) in [(first, false), (second, k + 1 == count)] {
+        for (l, last) in [(first, false), (second, k == decoder)] {
             let a = (6.0 / (l.inputs + l.outputs) as f32).sqrt() * if last { 0.1 } else { 1.0 };
             l.weight.iter_mut().for_each(|w| *w = a * rng.uniform());
         }
@@ -657,6 +708,12 @@ fn initial_network(settings: &TrainSettings, data: &[SceneData]) -> Gnn {
         samples().flat_map(|s| s.body_features.iter().copied()),
         BODY_FEATURES,
     );
+    if let Some(w) = net.world.as_mut() {
+        w.scale = inverse_rms(
+            samples().flat_map(|s| s.world_features.iter().copied()),
+            WORLD_FEATURES,
+        );
+    }
     if !settings.history {
         // The history features are 3..6 (crate::neural's node features).
         net.node_scale[3..6].iter_mut().for_each(|v| *v = 0.0);
@@ -800,6 +857,8 @@ pub fn inference_forward(net: &Gnn, data: &SceneData, sample: &Sample) -> Vec<[f
         edge_features: &sample.edge_features,
         body_nodes: &sample.body_nodes,
         body_features: &sample.body_features,
+        world_edges: &sample.world_edges,
+        world_features: &sample.world_features,
     };
     let mut out = vec![[0.0; 3]; sample.target.len()];
     net.forward(&graph, &mut Scratch::default(), &mut out);
