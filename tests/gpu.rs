@@ -314,6 +314,33 @@ fn a_scene_the_gpu_cannot_run_bakes_on_the_cpu_and_says_why() {
     .contains("moving body"));
 }
 
+/// The walk's moving mannequin keeps the solver on the CPU (`Solver::new_moving` refuses the
+/// GPU before it builds its distance grid, about 100k closest-point queries that a moving body
+/// would waste), with the note, and the bake is the CPU's bit for bit. Needs no adapter.
+#[test]
+fn a_moving_body_keeps_the_solver_on_the_cpu_from_the_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let scene =
+        drape::scene::demo::write_demo(dir.path(), drape::scene::demo::DemoScene::Walk, None)
+            .unwrap();
+    let mut loaded = LoadedScene::load(&scene).unwrap();
+    loaded.scene.timeline.end_frame = Some(3);
+    loaded.scene.timeline.preroll_frames = 2;
+    let cpu = bake(&loaded, &BakeOptions::default()).unwrap();
+    loaded.scene.solver.backend = Backend::Gpu;
+    let s = loaded.build_solver().unwrap();
+    assert!(s.solver.gpu().is_none());
+    assert_eq!(s.solver.backend_name(), "CPU");
+    let asked = bake(&loaded, &BakeOptions::default()).unwrap();
+    assert_eq!(asked.frames, cpu.frames);
+    let note = asked.stats.warnings.join("\n");
+    assert!(
+        note.contains("moving body") && note.contains("runs on the CPU"),
+        "{note}"
+    );
+    assert_eq!(asked.stats.summary.gpu_substeps, 0);
+}
+
 /// The backend is a scene setting: `Cpu` is not written, `Gpu` is and reads back.
 #[test]
 fn the_backend_setting_round_trips_and_cpu_is_not_written() {

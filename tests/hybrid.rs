@@ -9,7 +9,7 @@ use drape::neural::world::WorldParams;
 use drape::neural::{Gnn, ModelFile, TrainedFor, TrainingRecord, MODEL_FORMAT_VERSION};
 use drape::scene::demo::write_sphere_drop;
 use drape::solver::neural::NeuralSettings;
-use drape::train::{candle_forward, fit, inference_forward, record, TrainSettings};
+use drape::train::{candle_forward, fit, inference_forward, record, TrainScene, TrainSettings};
 
 /// A 12 × 12 sphere drop at 10 substeps (the models' setting), 16 frames.
 fn drop_scene(dir: &Path) -> PathBuf {
@@ -335,4 +335,55 @@ fn recording_training_samples_leaves_the_bake_unchanged() {
         biggest < 1e-3,
         "a free-falling flat cloth needs no correction: {biggest}"
     );
+}
+
+#[test]
+fn the_skirts_on_the_walking_mannequin_are_recorded_after_their_pre_roll() {
+    let dir = tempfile::tempdir().unwrap();
+    let settings = TrainSettings {
+        teacher_iterations: 4,
+        ..TrainSettings::quick()
+    };
+    for (k, scene) in [
+        TrainScene::Walk {
+            rings: 4,
+            segments: 12,
+            frames: 3,
+        },
+        TrainScene::FittedSkirt { frames: 2 },
+    ]
+    .iter()
+    .enumerate()
+    {
+        let data = record(scene, &settings, &dir.path().join(format!("s{k}"))).unwrap();
+        let frames = match scene {
+            TrainScene::Walk { frames, .. } | TrainScene::FittedSkirt { frames } => *frames,
+            TrainScene::Drop(_) => unreachable!(),
+        };
+        // Only the frames after the pre-roll, each of 10 substeps.
+        assert_eq!(data.samples.len(), frames as usize * 10, "{}", data.scene);
+        let n = data.samples[0].target.len();
+        assert!(data.topology.edges.len() > 2 * n, "{}", data.scene);
+        for s in &data.samples {
+            assert!(s
+                .node_features
+                .iter()
+                .chain(&s.edge_features)
+                .all(|v| v.is_finite()));
+            assert!(s.target.iter().flatten().all(|v| v.is_finite()));
+            // Pinned at the waistband: some nodes are not free, and have no target.
+            assert!(s.free.iter().any(|f| !f));
+            assert!(s
+                .free
+                .iter()
+                .zip(&s.target)
+                .all(|(&f, t)| f || *t == [0.0; 3]));
+        }
+        let body: usize = data.samples.iter().map(|s| s.body_nodes.len()).sum();
+        println!("{}: {body} body edges", data.scene);
+        if matches!(scene, TrainScene::FittedSkirt { .. }) {
+            // Fitted 1.5 cm off the hips, it rests on them.
+            assert!(body > 0, "{}: no body edges", data.scene);
+        }
+    }
 }

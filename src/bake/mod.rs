@@ -845,22 +845,22 @@ impl LoadedScene {
         });
         let collider = body.as_ref().map(LoadedBody::collider).transpose()?;
         let (model, offsets) = self.build_model_at(collider.as_ref(), origin_m);
-        let mut solver = Solver::new(self.scene.solver.clone(), model, collider)
-            .map_err(|e| self.sim_error(start_frame, e))?;
+        // A body that does not move is left static: posing it every substep would cost a
+        // skinning and a refit for nothing.
+        let motion = body.as_ref().filter(|b| b.rig.is_animated()).map(|b| {
+            // As the bake's own clock computes it, so both clocks agree to the bit.
+            let dt = 1.0 / self.scene.timeline.fps;
+            let preroll_s = self.scene.timeline.preroll_frames as f64 * dt as f64;
+            Box::new(b.clock(preroll_s)) as Box<dyn crate::solver::BodyMotion>
+        });
+        let settings = self.scene.solver.clone();
+        let mut solver = match motion {
+            Some(m) => Solver::new_moving(settings, model, collider, m),
+            None => Solver::new(settings, model, collider),
+        }
+        .map_err(|e| self.sim_error(start_frame, e))?;
         self.attach_network(&mut solver)
             .map_err(|e| self.sim_error(start_frame, e))?;
-        if let Some(b) = &body {
-            // A body that does not move is left static: posing it every substep would cost a
-            // skinning and a refit for nothing.
-            if b.rig.is_animated() {
-                // As the bake's own clock computes it, so both clocks agree to the bit.
-                let dt = 1.0 / self.scene.timeline.fps;
-                let preroll_s = self.scene.timeline.preroll_frames as f64 * dt as f64;
-                solver
-                    .set_body_motion(Box::new(b.clock(preroll_s)))
-                    .map_err(|e| self.sim_error(start_frame, e))?;
-            }
-        }
         Ok(SceneSolver {
             solver,
             offsets,
@@ -1555,6 +1555,7 @@ pub fn bake_at(
             neural_rejected: report.neural_rejected,
             neural_fallbacks: report.neural_fallbacks,
             neural_max_correction_m: report.neural_max_correction_m,
+            neural_world_edges: report.neural_world_edges,
             gpu_substeps: report.gpu_substeps,
             gpu_fallbacks: report.gpu_fallbacks,
         });

@@ -72,6 +72,10 @@ pub struct FrameStats {
     /// Largest move the network gave a particle in this frame (m).
     #[serde(default)]
     pub neural_max_correction_m: Real,
+    /// Most directed world edges (cloth pairs close in space, far on the mesh) in one substep's
+    /// graph this frame (0 with the network off, or a network without world edges).
+    #[serde(default)]
+    pub neural_world_edges: u32,
     /// Substeps that ran on the GPU backend (0 on the CPU).
     #[serde(default)]
     pub gpu_substeps: u32,
@@ -111,6 +115,9 @@ pub struct Summary {
     /// Total `neural_fallbacks`.
     #[serde(default)]
     pub neural_fallbacks: u32,
+    /// Largest `neural_world_edges` over frames.
+    #[serde(default)]
+    pub neural_world_edges: u32,
     /// Total `gpu_substeps`.
     #[serde(default)]
     pub gpu_substeps: u32,
@@ -231,6 +238,7 @@ impl Stats {
                 neural_substeps: s.neural_substeps + f.neural_substeps,
                 neural_rejected: s.neural_rejected + f.neural_rejected,
                 neural_fallbacks: s.neural_fallbacks + f.neural_fallbacks,
+                neural_world_edges: s.neural_world_edges.max(f.neural_world_edges),
                 gpu_substeps: s.gpu_substeps + f.gpu_substeps,
                 gpu_fallbacks: s.gpu_fallbacks + f.gpu_fallbacks,
             });

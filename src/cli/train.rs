@@ -14,10 +14,10 @@ pub struct TrainArgs {
     /// `drape bake --neural NAME`), or a .ron path.
     #[arg(long)]
     out: String,
-    /// A tiny run (two small drops, a narrow network, 200 steps): seconds, for a first look.
+    /// A tiny run (two small drops, a narrow network, 400 steps): seconds, for a first look.
     #[arg(long)]
     quick: bool,
-    /// Optimiser steps, instead of the default (1500, quick: 200).
+    /// Optimiser steps, instead of the default (1500, quick: 400).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     epochs: Option<u32>,
     /// Network width, 1 to 64 (default 16, quick: 8).
@@ -33,6 +33,10 @@ pub struct TrainArgs {
     /// default (measured worse).
     #[arg(long)]
     history: bool,
+    /// A network without world edges (cloth–cloth pairs close in space, far on the mesh): mesh
+    /// and body edges only, as version-1 models.
+    #[arg(long)]
+    no_world_edges: bool,
     /// Where the teacher bakes' scenes are written (default: a folder beside the model).
     #[arg(long)]
     work_dir: Option<PathBuf>,
@@ -55,6 +59,9 @@ pub fn run(args: TrainArgs) -> Result<(), String> {
         settings.steps = s as usize;
     }
     settings.history = args.history;
+    if args.no_world_edges {
+        settings.world = None;
+    }
     if let Some(t) = args.teacher_iterations {
         settings.teacher_iterations = t;
     }

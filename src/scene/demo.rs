@@ -101,6 +101,18 @@ pub fn write_sphere_drop(
     radius_m: Real,
     height_m: Real,
 ) -> Result<PathBuf, DemoError> {
+    write_sphere_drop_offset(dir, n, radius_m, height_m, 0.0)
+}
+
+/// [`write_sphere_drop`] with the cloth's centre `offset_m` (m) off the sphere's axis along x,
+/// so that it slides off one side.
+pub fn write_sphere_drop_offset(
+    dir: &Path,
+    n: u32,
+    radius_m: Real,
+    height_m: Real,
+    offset_m: Real,
+) -> Result<PathBuf, DemoError> {
     std::fs::create_dir_all(dir).map_err(|source| DemoError::Folder {
         path: dir.to_path_buf(),
         source,
@@ -111,7 +123,10 @@ pub fn write_sphere_drop(
     let mut sphere = uv_sphere(radius_m, 64, 32);
     sphere.name = "sphere".into();
     write_static_glb(&dir.join("sphere.glb"), &[&sphere])?;
-    let cloth = grid_cloth(1.0, n, height_m);
+    let mut cloth = grid_cloth(1.0, n, height_m);
+    if offset_m != 0.0 {
+        cloth.positions.iter_mut().for_each(|p| p.x += offset_m);
+    }
     write_static_glb(&dir.join("cloth.glb"), &[&cloth])?;
     let path = dir.join("scene.ron");
     sphere_drop_scene(n).save(&path)?;

@@ -944,6 +944,8 @@ pub struct FrameReport {
     pub neural_fallbacks: u32,
     /// Largest move the network gave a particle this frame (m).
     pub neural_max_correction_m: Real,
+    /// Most directed world edges in one substep's graph this frame.
+    pub neural_world_edges: u32,
     /// Substeps that ran on the GPU backend ([`SolverSettings::backend`]).
     pub gpu_substeps: u32,
     /// GPU frames that failed their check and ran again on the CPU.
@@ -1225,6 +1227,28 @@ const INVERSION_MIN_COUNT: usize = 3;
 impl Solver {
     /// Builds a solver; fails on invalid settings or constraint indices.
     pub fn new(
+        settings: SolverSettings,
+        model: ClothModel,
+        body: Option<BodyCollider>,
+    ) -> Result<Self, SimError> {
+        Ok(Self::without_backend(settings, model, body)?.with_backend())
+    }
+
+    /// [`Solver::new`] with the body moving as `motion` says from the start
+    /// ([`Solver::set_body_motion`]): a GPU backend the settings ask for is then refused
+    /// before it builds anything for a static body (its distance grid).
+    pub fn new_moving(
+        settings: SolverSettings,
+        model: ClothModel,
+        body: Option<BodyCollider>,
+        motion: Box<dyn BodyMotion>,
+    ) -> Result<Self, SimError> {
+        let mut solver = Self::without_backend(settings, model, body)?;
+        solver.set_body_motion(motion)?;
+        Ok(solver.with_backend())
+    }
+
+    fn without_backend(
         settings: SolverSettings,
         mut model: ClothModel,
         mut body: Option<BodyCollider>,
@@ -1544,8 +1568,7 @@ impl Solver {
             #[cfg(feature = "gpu")]
             gpu: None,
             backend_notes: Vec::new(),
-        }
-        .with_backend())
+        })
     }
 
     /// Starts the GPU backend when the settings ask for it; where it cannot start (no
@@ -1553,6 +1576,13 @@ impl Solver {
     /// [`Solver::backend_notes`] says why.
     fn with_backend(mut self) -> Self {
         if self.settings.backend != Backend::Gpu {
+            return self;
+        }
+        if self.motion.is_some() && self.body.is_some() {
+            self.backend_note(
+                "the GPU backend does not handle a moving body yet; the solver runs on the CPU"
+                    .to_string(),
+            );
             return self;
         }
         #[cfg(feature = "gpu")]
@@ -2263,6 +2293,7 @@ impl Solver {
         };
         let g = Vec3::from(self.settings.gravity_m_per_s2);
         run.build_graph(&self.particles, contacts, h, g);
+        report.neural_world_edges = report.neural_world_edges.max(run.world_edge_count() as u32);
         self.neural_graph = true;
         let Some(settings) = settings.filter(|_| predicting) else {
             self.times.neural += t.elapsed();

@@ -420,6 +420,11 @@ impl NeuralRun {
         })
     }
 
+    /// Directed world edges in the last graph built.
+    pub fn world_edge_count(&self) -> usize {
+        self.world_edges.len()
+    }
+
     /// Per particle, whether the last [`Self::apply`] moved it.
     pub fn corrected(&self) -> &[bool] {
         &self.corrected

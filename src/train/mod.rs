@@ -30,16 +30,20 @@ use candle_nn::{AdamW, Optimizer, ParamsAdamW};
 
 use crate::bake::{BakeError, LoadedScene};
 use crate::math::Real;
+use crate::mesh::shapes::SkirtParams;
 use crate::neural::world::WorldParams;
 use crate::neural::{
     Gnn, Graph, Losses, Mlp, ModelFile, Scratch, TrainedFor, TrainingRecord, BODY_FEATURES,
     EDGE_FEATURES, MODEL_FORMAT_VERSION, NODE_FEATURES, OUTPUTS, WORLD_FEATURES,
 };
-use crate::scene::demo::{write_sphere_drop, DemoError};
+use crate::scene::demo::{
+    fitted_skirt_params, write_fitted_skirt, write_sphere_drop_offset, write_walk, DemoError,
+    WALK_BODY_FILE,
+};
 use crate::solver::neural::{remove_momentum, Sample, Topology};
 use crate::solver::SimError;
 
-/// One training scene: a sphere drop (the standard scene's kind) of its own size.
+/// A sphere drop (the standard scene's kind) of its own size.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct DropScene {
     /// Vertices per side of the 1 m cloth.
@@ -48,17 +52,75 @@ pub struct DropScene {
     pub radius_m: Real,
     /// The cloth's starting height (m).
     pub height_m: Real,
+    /// The cloth's centre off the sphere's axis, along x (m).
+    pub offset_m: Real,
     /// Frames baked (the first is the rest pose).
     pub frames: u32,
 }
 
-impl std::fmt::Display for DropScene {
+/// One training scene: the teacher bakes it and every substep becomes a sample.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum TrainScene {
+    /// A sphere drop.
+    Drop(DropScene),
+    /// The walking mannequin's skirt (the walk demo, pinned at its whole waistband) at
+    /// `rings × segments` vertices: `frames` frames after the pre-roll, whose settling
+    /// substeps are not recorded.
+    Walk {
+        /// Vertex rings, waistband to hem.
+        rings: u32,
+        /// Vertices around each ring.
+        segments: u32,
+        /// Frames recorded after the pre-roll.
+        frames: u32,
+    },
+    /// The fitted skirt ([`crate::scene::demo::write_fitted_skirt`]: flared, pinned at six
+    /// belt loops) on the walking mannequin: `frames` frames after the pre-roll.
+    FittedSkirt {
+        /// Frames recorded after the pre-roll.
+        frames: u32,
+    },
+}
+
+impl std::fmt::Display for TrainScene {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "sphere drop: {0} × {0} cloth at {1} m over a {2} m sphere, {3} frames",
-            self.grid, self.height_m, self.radius_m, self.frames
-        )
+        match self {
+            Self::Drop(d) if d.offset_m != 0.0 => write!(
+                f,
+                "sphere drop: {0} × {0} cloth at {1} m, {2} m off the axis, over a {3} m sphere, {4} frames",
+                d.grid, d.height_m, d.offset_m, d.radius_m, d.frames
+            ),
+            Self::Drop(d) => write!(
+                f,
+                "sphere drop: {0} × {0} cloth at {1} m over a {2} m sphere, {3} frames",
+                d.grid, d.height_m, d.radius_m, d.frames
+            ),
+            Self::Walk {
+                rings,
+                segments,
+                frames,
+            } => write!(
+                f,
+                "walking skirt: {rings} × {segments} vertices, {frames} frames after the pre-roll"
+            ),
+            Self::FittedSkirt { frames } => write!(
+                f,
+                "fitted skirt on the walking mannequin, {frames} frames after the pre-roll"
+            ),
+        }
+    }
+}
+
+impl TrainScene {
+    /// A centred sphere drop.
+    pub fn drop(grid: u32, radius_m: Real, height_m: Real, frames: u32) -> Self {
+        Self::Drop(DropScene {
+            grid,
+            radius_m,
+            height_m,
+            offset_m: 0.0,
+            frames,
+        })
     }
 }
 
@@ -66,9 +128,9 @@ impl std::fmt::Display for DropScene {
 #[derive(Clone, Debug, PartialEq)]
 pub struct TrainSettings {
     /// The scenes trained on.
-    pub scenes: Vec<DropScene>,
+    pub scenes: Vec<TrainScene>,
     /// Scenes held out: baked for data, never trained on; their loss is reported.
-    pub held_out: Vec<DropScene>,
+    pub held_out: Vec<TrainScene>,
     /// Substeps per frame of the model (and of the teacher bakes).
     pub substeps: u32,
     /// Frames per second.
@@ -99,27 +161,44 @@ pub struct TrainSettings {
 
 impl Default for TrainSettings {
     /// The model the docs measure: sphere drops of 12–20 vertices per side at two heights and
-    /// radii, held out at 24.
+    /// radii and two off the axis, the walking skirt at 12 × 36 and 16 × 48, the fitted skirt;
+    /// held out: a drop at 24 and the walking skirt at 20 × 60. (The ablation's scenes, the
+    /// standard scene at N = 64 and 128, the 0.35 m sphere and the 64 × 160 walking skirt,
+    /// are none of these.)
     fn default() -> Self {
         let mut scenes = Vec::new();
         for grid in [12, 16, 20] {
             for (radius_m, height_m) in [(0.3, 0.5), (0.25, 0.4)] {
-                scenes.push(DropScene {
-                    grid,
-                    radius_m,
-                    height_m,
-                    frames: 36,
-                });
+                scenes.push(TrainScene::drop(grid, radius_m, height_m, 36));
             }
         }
+        for grid in [12, 16] {
+            scenes.push(TrainScene::Drop(DropScene {
+                grid,
+                radius_m: 0.3,
+                height_m: 0.45,
+                offset_m: 0.3,
+                frames: 36,
+            }));
+        }
+        for (rings, segments) in [(12, 36), (16, 48)] {
+            scenes.push(TrainScene::Walk {
+                rings,
+                segments,
+                frames: 24,
+            });
+        }
+        scenes.push(TrainScene::FittedSkirt { frames: 24 });
         Self {
             scenes,
-            held_out: vec![DropScene {
-                grid: 24,
-                radius_m: 0.35,
-                height_m: 0.6,
-                frames: 36,
-            }],
+            held_out: vec![
+                TrainScene::drop(24, 0.35, 0.6, 36),
+                TrainScene::Walk {
+                    rings: 20,
+                    segments: 60,
+                    frames: 24,
+                },
+            ],
             substeps: 10,
             fps: 24.0,
             teacher_iterations: 32,
@@ -143,25 +222,10 @@ impl TrainSettings {
     pub fn quick() -> Self {
         Self {
             scenes: vec![
-                DropScene {
-                    grid: 8,
-                    radius_m: 0.3,
-                    height_m: 0.4,
-                    frames: 14,
-                },
-                DropScene {
-                    grid: 10,
-                    radius_m: 0.25,
-                    height_m: 0.35,
-                    frames: 14,
-                },
+                TrainScene::drop(8, 0.3, 0.4, 14),
+                TrainScene::drop(10, 0.25, 0.35, 14),
             ],
-            held_out: vec![DropScene {
-                grid: 9,
-                radius_m: 0.28,
-                height_m: 0.38,
-                frames: 14,
-            }],
+            held_out: vec![TrainScene::drop(9, 0.28, 0.38, 14)],
             teacher_iterations: 16,
             hidden: 8,
             steps: 1,
@@ -248,13 +312,40 @@ pub struct SceneData {
     pub samples: Vec<Sample>,
 }
 
-/// Bakes `scene` in `dir` with the converged teacher and records every substep.
+/// Bakes `scene` in `dir` with the converged teacher and records every substep (after the
+/// pre-roll, for the skirts: the settling's push is not the dynamics the network runs in).
 pub fn record(
-    scene: &DropScene,
+    scene: &TrainScene,
     settings: &TrainSettings,
     dir: &Path,
 ) -> Result<SceneData, TrainError> {
-    let path = write_sphere_drop(dir, scene.grid, scene.radius_m, scene.height_m)?;
+    let (path, frames) = match *scene {
+        TrainScene::Drop(d) => (
+            write_sphere_drop_offset(dir, d.grid, d.radius_m, d.height_m, d.offset_m)?,
+            d.frames.saturating_sub(1),
+        ),
+        TrainScene::Walk {
+            rings,
+            segments,
+            frames,
+        } => {
+            let params = SkirtParams {
+                rings,
+                segments,
+                ..SkirtParams::default()
+            };
+            (write_walk(dir, &params)?, frames)
+        }
+        TrainScene::FittedSkirt { frames } => {
+            // The mannequin's file comes with the walk demo.
+            let walk = write_walk(&dir.join("body"), &SkirtParams::default())?;
+            let body = walk.with_file_name(WALK_BODY_FILE);
+            (
+                write_fitted_skirt(dir, &body, &fitted_skirt_params(), None)?,
+                frames,
+            )
+        }
+    };
     let mut loaded = LoadedScene::load(&path)?;
     loaded.scene.solver.substeps = settings.substeps;
     loaded.scene.solver.iterations = settings.teacher_iterations;
@@ -262,14 +353,25 @@ pub fn record(
     loaded.scene.timeline.fps = settings.fps;
     let mut s = loaded.build_solver()?;
     let h = 1.0 / (settings.fps * settings.substeps as Real);
+    let dt = 1.0 / settings.fps;
     let sim = |source| TrainError::Sim {
         scene: scene.to_string(),
         source,
     };
     let topology = s.solver.record_samples(h, settings.world).map_err(sim)?;
+    let timeline = &loaded.scene.timeline;
+    if timeline.preroll_frames > 0 {
+        s.solver
+            .set_settling(Some(timeline.settle_push_speed_m_per_s));
+        for _ in 0..timeline.preroll_frames {
+            s.solver.step_frame(dt).map_err(sim)?;
+        }
+        s.solver.set_settling(None);
+        s.solver.take_samples();
+    }
     let mut samples = Vec::new();
-    for _ in 1..scene.frames {
-        s.solver.step_frame(1.0 / settings.fps).map_err(sim)?;
+    for _ in 0..frames {
+        s.solver.step_frame(dt).map_err(sim)?;
         samples.extend(s.solver.take_samples());
     }
     Ok(SceneData {
@@ -810,7 +912,7 @@ pub fn train(
     progress: &dyn Fn(usize, usize, f32),
 ) -> Result<ModelFile, TrainError> {
     settings.check()?;
-    let bake = |scenes: &[DropScene], tag: &str| -> Result<Vec<SceneData>, TrainError> {
+    let bake = |scenes: &[TrainScene], tag: &str| -> Result<Vec<SceneData>, TrainError> {
         scenes
             .iter()
             .enumerate()
