@@ -387,3 +387,45 @@ fn the_skirts_on_the_walking_mannequin_are_recorded_after_their_pre_roll() {
         }
     }
 }
+
+/// `neural.reuse_substeps`: one prediction serves K substeps (K = 10, the substeps per frame:
+/// one per frame), applied again on each; the network runs on one substep in K.
+#[test]
+fn a_prediction_shared_across_a_frames_substeps_runs_the_network_once_per_frame() {
+    let dir = tempfile::tempdir().unwrap();
+    let scene = drop_scene(dir.path());
+    let classical = bake_with(&scene, None, |_| {}).unwrap();
+
+    // A network that predicts nothing, shared: the classical bake, with a tenth of the
+    // inferences.
+    let zero = dir.path().join("zero.ron");
+    model_file(Gnn::zeros(4, 1)).save(&zero).unwrap();
+    let shared = bake_with(&scene, Some(&zero), |n| n.reuse_substeps = 10).unwrap();
+    assert_eq!(shared.frames, classical.frames);
+    let s = &shared.stats.summary;
+    assert_eq!((s.neural_substeps, s.neural_inferences), (150, 15), "{s:?}");
+    assert!(shared.stats.per_frame[1..]
+        .iter()
+        .all(|f| f.neural_inferences == 1 && f.neural_substeps == 10));
+
+    // A network that moves the cloth: shared, every substep still gets the correction, and the
+    // bake differs from predicting every substep; K = 1 is the default, bit for bit.
+    let pull = dir.path().join("pull.ron");
+    model_file(pulling_net(0.002)).save(&pull).unwrap();
+    let every = bake_with(&scene, Some(&pull), |_| {}).unwrap();
+    let one = bake_with(&scene, Some(&pull), |n| n.reuse_substeps = 1).unwrap();
+    assert_eq!(every.frames, one.frames);
+    assert_eq!(every.stats.summary.neural_inferences, 150);
+    let shared = bake_with(&scene, Some(&pull), |n| n.reuse_substeps = 10).unwrap();
+    let s = &shared.stats.summary;
+    assert_eq!((s.neural_substeps, s.neural_inferences), (150, 15), "{s:?}");
+    assert_ne!(shared.frames, every.frames);
+    assert_ne!(shared.frames, classical.frames);
+    assert!(shared.frames.iter().flatten().all(|p| p.is_finite()));
+
+    // Out of range, named.
+    let e = bake_with(&scene, Some(&zero), |n| n.reuse_substeps = 0)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("reuse_substeps"), "{e}");
+}

@@ -606,6 +606,17 @@ fn hybrid_properties(ui: &mut egui::Ui, s: &mut crate::solver::SolverSettings) {
                  edge, and run a substep that fails with the network again classically.",
             );
         ui.end_row();
+        let label = ui.label("Prediction every");
+        ui.add(
+            egui::DragValue::new(&mut n.reuse_substeps)
+                .range(1..=crate::solver::neural::MAX_REUSE_SUBSTEPS)
+                .suffix(" substeps"),
+        )
+        .labelled_by(label.id)
+        .on_hover_text(
+            "Run the network on one substep in this many and apply its prediction again on              the substeps between: 1 predicts every substep, the substeps per frame once per              frame.",
+        );
+        ui.end_row();
     }
 }
 

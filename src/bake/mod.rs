@@ -1556,6 +1556,7 @@ pub fn bake_at(
             neural_fallbacks: report.neural_fallbacks,
             neural_max_correction_m: report.neural_max_correction_m,
             neural_world_edges: report.neural_world_edges,
+            neural_inferences: report.neural_inferences,
             gpu_substeps: report.gpu_substeps,
             gpu_fallbacks: report.gpu_fallbacks,
         });

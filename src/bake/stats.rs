@@ -76,6 +76,10 @@ pub struct FrameStats {
     /// graph this frame (0 with the network off, or a network without world edges).
     #[serde(default)]
     pub neural_world_edges: u32,
+    /// Substeps on which the network ran (fewer than `neural_substeps` where
+    /// `neural.reuse_substeps` applies one prediction on several substeps).
+    #[serde(default)]
+    pub neural_inferences: u32,
     /// Substeps that ran on the GPU backend (0 on the CPU).
     #[serde(default)]
     pub gpu_substeps: u32,
@@ -118,6 +122,9 @@ pub struct Summary {
     /// Largest `neural_world_edges` over frames.
     #[serde(default)]
     pub neural_world_edges: u32,
+    /// Total `neural_inferences`.
+    #[serde(default)]
+    pub neural_inferences: u32,
     /// Total `gpu_substeps`.
     #[serde(default)]
     pub gpu_substeps: u32,
@@ -239,6 +246,7 @@ impl Stats {
                 neural_rejected: s.neural_rejected + f.neural_rejected,
                 neural_fallbacks: s.neural_fallbacks + f.neural_fallbacks,
                 neural_world_edges: s.neural_world_edges.max(f.neural_world_edges),
+                neural_inferences: s.neural_inferences + f.neural_inferences,
                 gpu_substeps: s.gpu_substeps + f.gpu_substeps,
                 gpu_fallbacks: s.gpu_fallbacks + f.gpu_fallbacks,
             });

@@ -59,6 +59,10 @@ pub struct BakeArgs {
     /// ablations).
     #[arg(long)]
     no_neural_fallback: bool,
+    /// With the hybrid solver, run the network on one substep in K and apply its prediction
+    /// again on the substeps between (K = the substeps per frame: one prediction per frame).
+    #[arg(long, value_name = "K", value_parser = clap::value_parser!(u32).range(1..=1000))]
+    neural_reuse: Option<u32>,
     /// Where the substeps run, instead of the scene's `solver.backend`: `cpu` (the reference)
     /// or `gpu` (wgpu compute; it falls back to the CPU, saying why, when there is no GPU
     /// adapter or the scene uses what the GPU path lacks).
@@ -88,6 +92,7 @@ pub fn run(args: BakeArgs) -> Result<(), String> {
             exclude_joints: args.exclude_joints,
             neural: args.neural,
             no_neural_fallback: args.no_neural_fallback,
+            neural_reuse: args.neural_reuse,
             backend: args.backend.map(|b| match b {
                 BackendArg::Cpu => drape::solver::Backend::Cpu,
                 BackendArg::Gpu => drape::solver::Backend::Gpu,
@@ -145,6 +150,8 @@ struct SolverOverrides {
     neural: Option<String>,
     /// The hybrid's fallback layer off.
     no_neural_fallback: bool,
+    /// The hybrid's substeps per prediction.
+    neural_reuse: Option<u32>,
     /// Where the substeps run.
     backend: Option<drape::solver::Backend>,
 }
@@ -201,6 +208,14 @@ impl SolverOverrides {
         if self.no_neural_fallback {
             if let Some(n) = settings.neural.as_mut() {
                 n.fallback = false;
+            }
+        }
+        if let Some(k) = self.neural_reuse {
+            match settings.neural.as_mut() {
+                Some(n) => n.reuse_substeps = k,
+                None => {
+                    return Err("--neural-reuse needs the hybrid solver (--neural MODEL)".into())
+                }
             }
         }
         settings.validate().map_err(|e| e.to_string())?;

@@ -946,6 +946,9 @@ pub struct FrameReport {
     pub neural_max_correction_m: Real,
     /// Most directed world edges in one substep's graph this frame.
     pub neural_world_edges: u32,
+    /// Substeps on which the network ran this frame (fewer than `neural_substeps` with
+    /// [`NeuralSettings::reuse_substeps`] over 1).
+    pub neural_inferences: u32,
     /// Substeps that ran on the GPU backend ([`SolverSettings::backend`]).
     pub gpu_substeps: u32,
     /// GPU frames that failed their check and ran again on the CPU.
@@ -1748,6 +1751,7 @@ impl Solver {
         self.gpu_dirty();
         if let Some(run) = self.neural.as_mut() {
             run.clear_history();
+            run.invalidate();
         }
         // The contacts of another time are no guide to the next prediction's friction.
         self.contacts_h = 0.0;
@@ -2059,6 +2063,7 @@ impl Solver {
                 self.time_s = t0;
                 if let Some(run) = self.neural.as_mut() {
                     run.clear_history();
+                    run.invalidate();
                 }
                 // The failed substep's multipliers are not a start for the retry, nor its
                 // contacts for the friction on its prediction.
@@ -2286,24 +2291,35 @@ impl Solver {
             return;
         }
         let t = Instant::now();
-        let contacts: &[Contact] = if self.contacts_h > 0.0 {
-            &self.contacts
-        } else {
-            &[]
-        };
-        let g = Vec3::from(self.settings.gravity_m_per_s2);
-        run.build_graph(&self.particles, contacts, h, g);
-        report.neural_world_edges = report.neural_world_edges.max(run.world_edge_count() as u32);
-        self.neural_graph = true;
+        // With `reuse_substeps`, the substeps between two predictions apply the last one again
+        // and build no graph (recording builds one every substep).
+        let reuse = settings.map_or(1, |s| s.reuse_substeps);
+        let fresh = recording || !predicting || !run.can_reuse(reuse);
+        if fresh {
+            let contacts: &[Contact] = if self.contacts_h > 0.0 {
+                &self.contacts
+            } else {
+                &[]
+            };
+            let g = Vec3::from(self.settings.gravity_m_per_s2);
+            run.build_graph(&self.particles, contacts, h, g);
+            report.neural_world_edges =
+                report.neural_world_edges.max(run.world_edge_count() as u32);
+            self.neural_graph = true;
+        }
         let Some(settings) = settings.filter(|_| predicting) else {
             self.times.neural += t.elapsed();
             return;
         };
+        if fresh {
+            report.neural_inferences += 1;
+        }
         match run.apply(
             &mut self.particles,
             settings.fallback,
             settings.max_correction,
             self.settings.parallel,
+            fresh,
         ) {
             Ok(applied) => {
                 self.neural_applied = true;

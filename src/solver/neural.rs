@@ -52,7 +52,14 @@ pub struct NeuralSettings {
     /// other settings): `false` stops with the error naming the file, `true` bakes classically
     /// with a warning.
     pub classical_if_unusable: bool,
+    /// The network runs on one substep in this many, and the substeps between apply its last
+    /// correction again (the same `Δx` per particle, checked again), without building a graph:
+    /// 1 predicts every substep; the scene's substeps per frame predict once per frame.
+    pub reuse_substeps: u32,
 }
+
+/// Largest [`NeuralSettings::reuse_substeps`].
+pub const MAX_REUSE_SUBSTEPS: u32 = 1000;
 
 impl Default for NeuralSettings {
     fn default() -> Self {
@@ -61,6 +68,7 @@ impl Default for NeuralSettings {
             max_correction: DEFAULT_MAX_CORRECTION,
             fallback: true,
             classical_if_unusable: false,
+            reuse_substeps: 1,
         }
     }
 }
@@ -73,6 +81,13 @@ impl NeuralSettings {
                 field: "neural.model",
                 value: format!("{:?}", self.model),
                 problem: "must name a model file or a model in the library",
+            });
+        }
+        if !(1..=MAX_REUSE_SUBSTEPS).contains(&self.reuse_substeps) {
+            return Err(SimError::Setting {
+                field: "neural.reuse_substeps",
+                value: self.reuse_substeps.to_string(),
+                problem: "must be 1 (a prediction every substep) to 1000",
             });
         }
         if !(self.max_correction.is_finite() && self.max_correction > 0.0) {
@@ -214,6 +229,10 @@ pub(crate) struct NeuralRun {
     /// Per particle, whether the last [`Self::apply`] moved it.
     corrected: Vec<bool>,
     scratch: Scratch,
+    /// Whether `out` holds a prediction that may be applied again
+    /// ([`NeuralSettings::reuse_substeps`]), and on how many substeps it has been applied.
+    cached: bool,
+    age: u32,
 }
 
 impl NeuralRun {
@@ -283,6 +302,8 @@ impl NeuralRun {
             out: Vec::new(),
             corrected: Vec::new(),
             scratch,
+            cached: false,
+            age: 0,
         })
     }
 
@@ -362,32 +383,50 @@ impl NeuralRun {
         debug_assert_eq!(self.body_f.len(), self.body_nodes.len() * BODY_FEATURES);
     }
 
-    /// Runs the network on the built graph and, unless `check` finds the prediction unusable,
-    /// adds it to the free particles' positions.
+    /// Whether the next substep may apply the last prediction again instead of running the
+    /// network, when one prediction serves `reuse` substeps.
+    pub fn can_reuse(&self, reuse: u32) -> bool {
+        self.cached && self.age < reuse
+    }
+
+    /// Forgets the last prediction (a rollback, a restore): the next substep runs the network.
+    pub fn invalidate(&mut self) {
+        self.cached = false;
+    }
+
+    /// Runs the network on the built graph (`fresh`; otherwise the last prediction is applied
+    /// again, [`Self::can_reuse`]) and, unless `check` finds the prediction unusable, adds it to
+    /// the free particles' positions.
     pub fn apply(
         &mut self,
         p: &mut Particles,
         check: bool,
         max_correction: Real,
         parallel: bool,
+        fresh: bool,
     ) -> Result<Applied, Rejected> {
         let n = p.x.len();
-        self.out.clear();
-        self.out.resize(n, [0.0; OUTPUTS]);
-        let graph = Graph {
-            node_features: &self.node_f,
-            edges: &self.edges,
-            edge_features: &self.edge_f,
-            body_nodes: &self.body_nodes,
-            body_features: &self.body_f,
-            world_edges: &self.world_edges,
-            world_features: &self.world_f,
-        };
         let Some(net) = &self.net else {
             return Ok(Applied::default());
         };
-        net.forward(&graph, &mut self.scratch, &mut self.out, parallel);
-        remove_momentum(&mut self.out, &p.inv_mass);
+        if fresh || !self.cached || self.out.len() != n {
+            self.out.clear();
+            self.out.resize(n, [0.0; OUTPUTS]);
+            let graph = Graph {
+                node_features: &self.node_f,
+                edges: &self.edges,
+                edge_features: &self.edge_f,
+                body_nodes: &self.body_nodes,
+                body_features: &self.body_f,
+                world_edges: &self.world_edges,
+                world_features: &self.world_f,
+            };
+            net.forward(&graph, &mut self.scratch, &mut self.out, parallel);
+            remove_momentum(&mut self.out, &p.inv_mass);
+            self.cached = true;
+            self.age = 0;
+        }
+        self.age += 1;
         let mut max2: Real = 0.0;
         let mut finite = true;
         for (o, &w) in self.out.iter().zip(&p.inv_mass) {
@@ -400,10 +439,12 @@ impl NeuralRun {
         }
         if check {
             if !finite {
+                self.cached = false;
                 return Err(Rejected::NonFinite);
             }
             let limit = max_correction * self.ell;
             if max2 > limit * limit {
+                self.cached = false;
                 return Err(Rejected::Spike(max2.sqrt()));
             }
         }
