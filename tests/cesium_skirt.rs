@@ -225,13 +225,17 @@ fn cesium_hand_joints(rig: &drape::body::Rig) -> Vec<String> {
         .collect()
 }
 
-/// Issue 35: the same walk with CesiumMan's forearms and hands excluded from collision by their
-/// joints (`body.exclude_joints`, the elbows and their descendants): no rollback, at most 3
-/// vertex-frames inside the rest of the body (measured: 3, 1–2 mm deep, where the skirt meets
-/// the upper arm's stump), a largest stretch under 25 % (measured 13 %), and the hands pass
-/// through the skirt (vertices inside the whole body are inside an excluded arm).
-#[test]
-fn skirt_on_walking_cesium_man_with_the_forearms_excluded() {
+/// Issue 35: the walk of [`bake_two_cycles`] with `joints` (and their descendants) excluded
+/// from collision (`body.exclude_joints`), checked for: no rollback, no non-finite vertex, at
+/// most `max_inside` vertex-frames inside the rest of the body, a largest stretch under
+/// `max_stretch`, and the excluded parts passing through the skirt (vertices inside the whole
+/// body, which are then inside an excluded part). The holes the exclusion cuts are capped
+/// (`HoleCaps`), so the rest of the body stays closed.
+fn check_walk_excluding(
+    joints: impl Fn(&drape::body::Rig) -> Vec<String>,
+    max_inside: usize,
+    max_stretch: Real,
+) {
     let dir = tempfile::tempdir().unwrap();
     let scene = write_fitted_skirt(
         dir.path(),
@@ -243,28 +247,19 @@ fn skirt_on_walking_cesium_man_with_the_forearms_excluded() {
     let mut loaded = LoadedScene::load(&scene).expect("scene loads");
     loaded.scene.timeline.end_frame = Some(loaded.scene.timeline.start_frame + 96);
     let rig = loaded.body.as_ref().unwrap().rig.clone();
-    let hands = cesium_hand_joints(&rig);
-    assert_eq!(hands.len(), 2, "{hands:?}");
-    // The elbows: the forearm and the hand below it. (The hands alone were tried: the
-    // forearms then still pinch the skirt against the hips, and the hole at each wrist leaves
-    // cloth caught in the stump; 9 rollbacks and 282 % stretch.)
-    let arms: Vec<String> = (hands.iter())
-        .map(|h| {
-            let node = (0..rig.nodes().len())
-                .find(|&i| rig.node_label(i) == *h)
-                .unwrap();
-            rig.node_label(rig.nodes()[node].parent.expect("a hand has a parent"))
-        })
-        .collect();
-    loaded.set_exclusions(arms.clone(), 0.5).unwrap();
+    let joints = joints(&rig);
+    assert_eq!(joints.len(), 2, "{joints:?}");
+    loaded.set_exclusions(joints.clone(), 0.5).unwrap();
     let body = loaded.body.as_ref().unwrap();
     let (excluded, all) = (body.excluded_triangles(), body.mesh().indices.len());
-    println!("elbows {arms:?}: {excluded} of {all} triangles excluded");
+    let capped = body.collider().unwrap().capped_holes();
+    println!("{joints:?}: {excluded} of {all} triangles excluded, {capped} holes capped");
     assert!(excluded > 50 && excluded < all / 5, "{excluded} of {all}");
+    assert!(capped >= 2, "{capped} holes capped");
     let result = bake(&loaded, &BakeOptions::default()).expect("the bake completes");
     let s = &result.stats;
     println!(
-        "hands excluded: {:.1} ms/frame, max stretch {:.3}, pinched frames {}, rollbacks {}",
+        "{:.1} ms/frame, max stretch {:.3}, pinched frames {}, rollbacks {}",
         s.sim_ms_per_frame, s.summary.max_stretch, s.summary.pinched_frames, s.summary.rollbacks
     );
     let inside: Vec<(i32, usize, Real)> = (s.per_frame.iter())
@@ -280,23 +275,61 @@ fn skirt_on_walking_cesium_man_with_the_forearms_excluded() {
             f.frame
         );
     }
-    assert!(s.summary.max_stretch < 0.25, "{}", s.summary.max_stretch);
+    assert!(
+        s.summary.max_stretch < max_stretch,
+        "{}",
+        s.summary.max_stretch
+    );
     let vertex_frames: usize = inside.iter().map(|f| f.1).sum();
-    assert!(vertex_frames <= 3, "{inside:?}");
-    // Against the whole body, arms included, some vertices are inside: where an arm passed
-    // through the skirt (inside the rest of the body there are at most the 3 above).
+    assert!(vertex_frames <= max_inside, "{inside:?}");
+    // Against the whole body, excluded parts included, some vertices are inside: where an
+    // excluded part passed through the skirt.
     let mut whole = BodyCollider::new(rig.rest_mesh()).unwrap();
     let mut posed = Vec::new();
-    let mut inside_hands = 0;
+    let mut inside_excluded = 0;
     for (k, frame) in result.frames.iter().enumerate() {
         let pose = rig.sample(0, k as f64 / 24.0, Playback::Loop);
         rig.skin(&pose, &mut posed);
         whole.set_pose(&posed).unwrap();
-        inside_hands += frame
+        inside_excluded += frame
             .iter()
             .filter(|&&p| whole.penetration_depth(p) > 0.0)
             .count();
     }
-    println!("vertex-frames inside an excluded arm: {inside_hands}");
-    assert!(inside_hands > 0, "the hands never passed through the skirt");
+    println!("vertex-frames inside an excluded part: {inside_excluded}");
+    assert!(
+        inside_excluded > 0,
+        "the excluded parts never passed through the skirt"
+    );
+}
+
+/// Issue 35's check: the hands excluded by their joints. Measured: 0 rollbacks, 5
+/// vertex-frames inside the rest of the body (1 each, where a forearm pinches the skirt against
+/// a hip), a largest stretch of 32 %. Before the holes at the wrists were capped this bake
+/// rolled back 9 times and stretched 282 %: cloth was caught inside the open stumps.
+#[test]
+fn skirt_on_walking_cesium_man_with_the_hands_excluded() {
+    check_walk_excluding(cesium_hand_joints, 6, 0.45);
+}
+
+/// The forearms and hands excluded (the elbows and their descendants). Measured: 0
+/// rollbacks, 1 vertex-frame inside the rest of the body (0.7 mm, at the capped stump of an
+/// upper arm; 3 before the caps), a largest stretch of 29 % where a stump's cap sweeps the
+/// skirt (13 % before, when the cloth slipped into the open stump instead).
+#[test]
+fn skirt_on_walking_cesium_man_with_the_forearms_excluded() {
+    check_walk_excluding(
+        |rig| {
+            (cesium_hand_joints(rig).iter())
+                .map(|h| {
+                    let node = (0..rig.nodes().len())
+                        .find(|&i| rig.node_label(i) == *h)
+                        .unwrap();
+                    rig.node_label(rig.nodes()[node].parent.expect("a hand has a parent"))
+                })
+                .collect()
+        },
+        2,
+        0.40,
+    );
 }

@@ -72,6 +72,9 @@ pub struct BodyCollider {
     source_of: Vec<u32>,
     /// Number of body-mesh vertices [`Self::set_pose`] expects.
     source_count: usize,
+    /// The caps that close the holes collision exclusions leave in a closed body: collider
+    /// vertices past `source_of`'s, each at the centre of its hole's rim.
+    caps: HoleCaps,
     /// Collider vertex positions at the previous pose (m).
     prev: Vec<Vec3>,
     /// Scratch for the new vertex positions.
@@ -138,6 +141,122 @@ pub struct SurfacePoint {
     pub triangle: u32,
 }
 
+/// The caps that close the holes collision exclusions cut in a closed body.
+///
+/// Each hole's rim (a loop of boundary edges of the kept triangles) gets one new vertex at the
+/// mean of the rim's vertices and a fan of triangles from it, wound like the faces round it,
+/// so the collider is closed again and its inside defined everywhere. The centre moves with the
+/// rim: [`HoleCaps::place`] puts it back at the rim's mean at every pose.
+#[derive(Clone, Debug, Default)]
+pub struct HoleCaps {
+    /// The collider vertex of the first cap's centre; the caps' centres follow in order.
+    first: u32,
+    /// Each cap's rim: a range of `rims`.
+    ranges: Vec<std::ops::Range<u32>>,
+    /// The rims' collider vertices, cap after cap.
+    rims: Vec<u32>,
+}
+
+impl HoleCaps {
+    /// Caps every hole of the triangles `indices` over `positions`: appends each cap's centre
+    /// to `positions` and its fan to `indices`. Rims of fewer than 3 edges, and edges that no
+    /// loop can be walked through (a non-manifold rim), are left open.
+    fn close(positions: &mut Vec<Vec3>, indices: &mut Vec<[u32; 3]>) -> Self {
+        let mut directed: HashMap<(u32, u32), u32> = HashMap::new();
+        for t in indices.iter() {
+            for k in 0..3 {
+                *directed.entry((t[k], t[(k + 1) % 3])).or_default() += 1;
+            }
+        }
+        // Boundary edges: directed edges whose reverse no kept triangle has, by their start.
+        let mut outgoing: HashMap<u32, Vec<u32>> = HashMap::new();
+        let mut boundary: Vec<(u32, u32)> = (directed.keys().copied())
+            .filter(|&(a, b)| !directed.contains_key(&(b, a)))
+            .collect();
+        boundary.sort_unstable();
+        for &(a, b) in &boundary {
+            outgoing.entry(a).or_default().push(b);
+        }
+        let mut caps = Self {
+            first: positions.len() as u32,
+            ..Self::default()
+        };
+        for &(a0, b0) in &boundary {
+            if !outgoing.get(&a0).is_some_and(|o| o.contains(&b0)) {
+                continue; // already walked
+            }
+            // Walk the rim a0 → b0 → … back to a0, taking each edge once.
+            let mut rim = vec![a0];
+            let mut at = b0;
+            take(&mut outgoing, a0, b0);
+            let closed = loop {
+                if at == a0 {
+                    break true;
+                }
+                rim.push(at);
+                let Some(next) = outgoing.get(&at).and_then(|o| o.first().copied()) else {
+                    break false;
+                };
+                take(&mut outgoing, at, next);
+                at = next;
+                if rim.len() > boundary.len() {
+                    break false;
+                }
+            };
+            if !closed || rim.len() < 3 {
+                continue;
+            }
+            let centre = positions.len() as u32;
+            positions.push(rim_mean(positions, &rim));
+            let start = caps.rims.len() as u32;
+            // The kept face has the rim edge a → b; the cap's face runs b → a.
+            for k in 0..rim.len() {
+                let (a, b) = (rim[k], rim[(k + 1) % rim.len()]);
+                indices.push([b, a, centre]);
+            }
+            caps.rims.extend_from_slice(&rim);
+            caps.ranges.push(start..caps.rims.len() as u32);
+        }
+        caps
+    }
+
+    /// Number of holes capped.
+    pub fn len(&self) -> usize {
+        self.ranges.len()
+    }
+
+    /// Whether no hole was capped.
+    pub fn is_empty(&self) -> bool {
+        self.ranges.is_empty()
+    }
+
+    /// Appends the caps' centres, each at its rim's mean, to `vertices`, which holds every
+    /// collider vertex before them at the new pose.
+    fn place(&self, vertices: &mut Vec<Vec3>) {
+        debug_assert_eq!(vertices.len(), self.first as usize);
+        for r in &self.ranges {
+            let rim = &self.rims[r.start as usize..r.end as usize];
+            let mean = rim_mean(vertices, rim);
+            vertices.push(mean);
+        }
+    }
+}
+
+/// Removes the boundary edge `a → b` from `outgoing`.
+fn take(outgoing: &mut HashMap<u32, Vec<u32>>, a: u32, b: u32) {
+    if let Some(o) = outgoing.get_mut(&a) {
+        if let Some(k) = o.iter().position(|&x| x == b) {
+            o.remove(k);
+        }
+    }
+}
+
+/// The mean of the rim's vertices (m).
+fn rim_mean(positions: &[Vec3], rim: &[u32]) -> Vec3 {
+    let sum: Vec3 = rim.iter().map(|&v| positions[v as usize]).sum();
+    sum / rim.len() as Real
+}
+
 impl BodyCollider {
     /// Builds the collider.
     ///
@@ -152,8 +271,9 @@ impl BodyCollider {
     /// [`Self::new`] without the triangles `excluded` picks (it is given each welded triangle
     /// as the body-mesh vertices it was welded from): collision exclusions, such as hands that
     /// should pass through a skirt. Whether the body is closed is decided on the whole mesh, so
-    /// the rest keeps its inside; at the hole an excluded region leaves (a wrist), the
-    /// pseudo-normal test sees only the faces that are kept.
+    /// the rest keeps its inside. In a closed body each hole an excluded region leaves (the
+    /// stump of an excluded forearm) is capped ([`HoleCaps`]), so the rest stays closed and a
+    /// particle cannot slip inside it through the hole.
     pub fn excluding(
         mesh: &Mesh,
         excluded: impl Fn([u32; 3]) -> bool,
@@ -184,6 +304,11 @@ impl BodyCollider {
                 reason: "the collision exclusions leave no triangle".into(),
             });
         }
+        let caps = if closed {
+            HoleCaps::close(&mut welded.mesh.positions, &mut welded.mesh.indices)
+        } else {
+            HoleCaps::default()
+        };
         let pseudo =
             closed.then(|| PseudoNormals::new(&welded.mesh.positions, &welded.mesh.indices));
         let prev = welded.mesh.positions.clone();
@@ -205,6 +330,7 @@ impl BodyCollider {
             normals: Vec::new(),
             source_of,
             source_count: mesh.positions.len(),
+            caps,
             scratch: Vec::with_capacity(prev.len()),
             prev,
             travel,
@@ -287,6 +413,7 @@ impl BodyCollider {
         self.scratch.clear();
         self.scratch
             .extend(self.source_of.iter().map(|&s| positions[s as usize]));
+        self.caps.place(&mut self.scratch);
         if self.scratch.iter().any(|p| !p.is_finite()) {
             return Err(ColliderError::NonFinitePose);
         }
@@ -342,6 +469,11 @@ impl BodyCollider {
         let bary = barycentric(point_m, a, b, c);
         let [pa, pb, pc] = idx.map(|i| self.prev[i as usize]);
         point_m - (pa * bary[0] + pb * bary[1] + pc * bary[2])
+    }
+
+    /// Holes cut by collision exclusions that the collider capped ([`HoleCaps`]).
+    pub fn capped_holes(&self) -> usize {
+        self.caps.len()
     }
 
     /// Whether the body surface is closed (watertight), so that "inside" is defined.
@@ -1745,11 +1877,8 @@ mod tests {
             Vec3::new(gap, 0.0, 0.0),
             Vec3::new(gap + 1.0, 1.0, 1.0),
         );
-        let mut m = a.clone();
-        let base = m.positions.len() as u32;
-        m.positions.extend(&b.positions);
-        m.indices
-            .extend(b.indices.iter().map(|t| t.map(|i| i + base)));
+        let mut m = a;
+        m.append(&b);
         m
     }
 
@@ -1786,6 +1915,48 @@ mod tests {
         // Far from both, nothing.
         let pen = measure_penetrations(&tight, &[Vec3::new(0.003, 2.0, 0.5)], gap_m);
         assert_eq!(pen, Penetrations::default());
+    }
+
+    /// Issue 35: a closed body with a region excluded is capped where the region was cut
+    /// away, so the rest stays closed: a point just under the cut is inside, close to the cap,
+    /// and the cap follows the rim when the body moves.
+    #[test]
+    fn excluded_regions_leave_capped_holes() {
+        let m = cube();
+        let top = |t: [u32; 3]| t.iter().all(|&v| m.positions[v as usize].y > 0.49);
+        let c = BodyCollider::excluding(&m, top).unwrap();
+        assert!(c.is_closed());
+        assert_eq!(c.capped_holes(), 1);
+        assert_eq!(c.vertices().len(), 9);
+        assert!(crate::mesh::Topology::new(&Mesh {
+            positions: c.vertices().to_vec(),
+            indices: c.shape.indices().to_vec(),
+            ..Mesh::default()
+        })
+        .is_closed());
+        let under = Vec3::new(0.1, 0.45, -0.1);
+        let s = c.closest(under);
+        assert!(s.signed_distance_m < 0.0, "{s:?}");
+        assert_relative_eq!(s.signed_distance_m, -0.05, epsilon = 1e-5);
+        assert_relative_eq!(s.normal, Vec3::Y, epsilon = 1e-5);
+        assert_eq!(measure_penetrations(&c, &[under], 0.0).count, 1);
+        // Moved up by 1 m, the cap moves with the rim.
+        let mut c = c;
+        let lifted: Vec<Vec3> = m.positions.iter().map(|&p| p + Vec3::Y).collect();
+        c.set_pose(&lifted).unwrap();
+        assert_relative_eq!(c.vertices()[8], Vec3::new(0.0, 1.5, 0.0), epsilon = 1e-6);
+        let s = c.closest(under + Vec3::Y);
+        assert_relative_eq!(s.signed_distance_m, -0.05, epsilon = 1e-5);
+        // An open body gets no caps; nor does a body with nothing excluded.
+        assert_eq!(BodyCollider::new(&m).unwrap().capped_holes(), 0);
+        let mut open = m.clone();
+        open.indices.retain(|&t| !top(t));
+        let c = BodyCollider::excluding(&open, |t| {
+            t.iter().all(|&v| open.positions[v as usize].y < -0.49)
+        })
+        .unwrap();
+        assert!(!c.is_closed());
+        assert_eq!(c.capped_holes(), 0);
     }
 
     /// Regression (review): a closed body whose vertices are split along UV seams was taken
