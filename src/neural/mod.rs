@@ -850,6 +850,14 @@ pub enum ModelError {
         /// The error.
         source: std::io::Error,
     },
+    /// No model file there: none has been trained under that name yet.
+    #[error(
+        "{path}: no such model yet; train one with `drape train --out NAME` (it writes the preset library's models/NAME.ron), or point `neural.model` at a model file"
+    )]
+    Missing {
+        /// The model file looked for.
+        path: PathBuf,
+    },
     /// The file is not a model file (corrupt or another kind of file).
     #[error("{path}: not a Drape model file: {problem}")]
     Parse {
@@ -893,9 +901,12 @@ pub enum ModelError {
 impl ModelFile {
     /// Reads and checks a model file.
     pub fn load(path: &Path) -> Result<Self, ModelError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ModelError::Io {
-            path: path.into(),
-            source,
+        let text = std::fs::read_to_string(path).map_err(|source| match source.kind() {
+            std::io::ErrorKind::NotFound => ModelError::Missing { path: path.into() },
+            _ => ModelError::Io {
+                path: path.into(),
+                source,
+            },
         })?;
         Self::parse(&text, path)
     }
@@ -1085,6 +1096,13 @@ mod tests {
             .to_string();
         assert!(
             e.contains("m.ron") && e.contains("not a Drape model"),
+            "{e}"
+        );
+        let e = ModelFile::load(&dir.path().join("models/none.ron"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("none.ron") && e.contains("no such model yet") && e.contains("drape train"),
             "{e}"
         );
         let e = ModelFile::parse("(name: \"cotton\")", &path)
