@@ -158,34 +158,30 @@ pub struct HoleCaps {
 }
 
 impl HoleCaps {
-    /// Caps every hole of the triangles `indices` over `positions`: appends each cap's centre
-    /// to `positions` and its fan to `indices`. Rims of fewer than 3 edges, and edges that no
-    /// loop can be walked through (a non-manifold rim), are left open.
-    fn close(positions: &mut Vec<Vec3>, indices: &mut Vec<[u32; 3]>) -> Self {
-        let mut directed: HashMap<(u32, u32), u32> = HashMap::new();
-        for t in indices.iter() {
-            for k in 0..3 {
-                *directed.entry((t[k], t[(k + 1) % 3])).or_default() += 1;
-            }
-        }
-        // Boundary edges: directed edges whose reverse no kept triangle has, by their start.
-        let mut outgoing: HashMap<u32, Vec<u32>> = HashMap::new();
-        let mut boundary: Vec<(u32, u32)> = (directed.keys().copied())
-            .filter(|&(a, b)| !directed.contains_key(&(b, a)))
-            .collect();
+    /// Caps every hole of `mesh`: appends each cap's centre to its positions and its fan to its
+    /// triangles. Rims of fewer than 3 edges, and rims that cannot be walked round to their
+    /// start, are left open.
+    fn close(mesh: &mut Mesh) -> Self {
+        let mut boundary = crate::mesh::Topology::new(mesh).oriented_boundary(mesh);
+        // Sorted: a deterministic walk, whatever the triangles' order.
         boundary.sort_unstable();
-        for &(a, b) in &boundary {
+        // Each boundary edge a → b, by its start.
+        let mut outgoing: HashMap<u32, Vec<u32>> = HashMap::new();
+        for &[a, b] in &boundary {
             outgoing.entry(a).or_default().push(b);
         }
+        let Mesh {
+            positions, indices, ..
+        } = mesh;
         let mut caps = Self {
             first: positions.len() as u32,
             ..Self::default()
         };
-        for &(a0, b0) in &boundary {
+        for &[a0, b0] in &boundary {
             if !outgoing.get(&a0).is_some_and(|o| o.contains(&b0)) {
                 continue; // already walked
             }
-            // Walk the rim a0 → b0 → … back to a0, taking each edge once.
+            // Walk the rim a0 → b0 → … back to a0, taking each edge once (so the walk ends).
             let mut rim = vec![a0];
             let mut at = b0;
             take(&mut outgoing, a0, b0);
@@ -199,9 +195,6 @@ impl HoleCaps {
                 };
                 take(&mut outgoing, at, next);
                 at = next;
-                if rim.len() > boundary.len() {
-                    break false;
-                }
             };
             if !closed || rim.len() < 3 {
                 continue;
@@ -305,7 +298,7 @@ impl BodyCollider {
             });
         }
         let caps = if closed {
-            HoleCaps::close(&mut welded.mesh.positions, &mut welded.mesh.indices)
+            HoleCaps::close(&mut welded.mesh)
         } else {
             HoleCaps::default()
         };

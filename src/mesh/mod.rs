@@ -395,10 +395,8 @@ impl Topology {
                             continue;
                         }
                         // Order the edge as it runs in the first triangle (counter-clockwise).
-                        let k = t0.iter().position(|&v| v == a).unwrap_or(0);
-                        let edge = if t0[(k + 1) % 3] == b { [a, b] } else { [b, a] };
                         bend_pairs.push(BendPair {
-                            edge,
+                            edge: as_in(t0, [a, b]),
                             opposite: [o0, o1],
                             triangles: [tris[0], tris[1]],
                         });
@@ -419,6 +417,27 @@ impl Topology {
     /// Returns `true` when every edge has exactly two triangles (a closed, manifold surface).
     pub fn is_closed(&self) -> bool {
         self.boundary_edges.is_empty() && self.non_manifold_edges.is_empty()
+    }
+
+    /// The boundary edges of `mesh` (the mesh this topology was built from), each ordered as it
+    /// runs in its one triangle, in the order of [`Self::boundary_edges`].
+    pub fn oriented_boundary(&self, mesh: &Mesh) -> Vec<[u32; 2]> {
+        (self.boundary_edges.iter())
+            .map(|&e| {
+                let t = self.edge_triangles[e as usize][0];
+                as_in(mesh.indices[t as usize], self.edges[e as usize])
+            })
+            .collect()
+    }
+}
+
+/// The edge between `a` and `b` ordered as it runs in triangle `tri` (counter-clockwise).
+fn as_in(tri: [u32; 3], [a, b]: [u32; 2]) -> [u32; 2] {
+    let k = tri.iter().position(|&v| v == a).unwrap_or(0);
+    if tri[(k + 1) % 3] == b {
+        [a, b]
+    } else {
+        [b, a]
     }
 }
 
